@@ -1,0 +1,5 @@
+"""``python -m kafkatx`` runs the CLI."""
+
+from kafkatx.cli.main import main
+
+main()

@@ -1,0 +1,469 @@
+"""What ``kafkatx dump`` shows: every file of a log dir decoded into plain JSON-ready items.
+
+Each item is a dict with ``kind`` (what it is), ``file`` (where it came from) and the fields of
+the documented contract for that kind. Damage is reported as items of kind ``problem``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
+from kafkatx.formats import (
+    checkpoints,
+    compression,
+    consumer_offsets,
+    offset_index,
+    producer_snapshot,
+    time_index,
+    transaction_log,
+    txn_index,
+)
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.legacy_message import LegacyEntry
+from kafkatx.formats.record_batch import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    DELETE_HORIZON_FLAG,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+    ControlType,
+    RecordBatch,
+    control_type_name,
+    iter_records,
+    render_bytes,
+)
+from kafkatx.formats.segment import SegmentProblem, iter_segment
+from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
+from kafkatx.storage.files import open_bytes, read_text
+from kafkatx.storage.layout import (
+    CONSUMER_OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    offset_from_filename,
+    parse_partition_dir,
+    strip_transient_suffix,
+)
+
+OFFSET_CHECKPOINTS = (
+    "replication-offset-checkpoint",
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+SUFFIX_TYPES = {
+    ".log": "segment",
+    ".index": "offset_index",
+    ".timeindex": "time_index",
+    ".txnindex": "txn_index",
+    ".snapshot": "producer_snapshot",
+}
+NAME_TYPES = {
+    **{name: "offset_checkpoint" for name in OFFSET_CHECKPOINTS},
+    "leader-epoch-checkpoint": "leader_epoch_checkpoint",
+    "partition.metadata": "partition_metadata",
+    "meta.properties": "meta_properties",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DumpFilter:
+    producer_ids: frozenset[int] | None = None
+    producer_epoch: int | None = None
+    from_offset: int | None = None
+    to_offset: int | None = None
+    transactional_id: str | None = None
+
+    def offsets_overlap(self, first: int, last: int) -> bool:
+        if self.from_offset is not None and last < self.from_offset:
+            return False
+        return not (self.to_offset is not None and first > self.to_offset)
+
+    def producer_matches(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        if self.producer_ids is not None and producer_id not in self.producer_ids:
+            return False
+        return not (self.producer_epoch is not None and producer_epoch is not None
+                    and producer_epoch != self.producer_epoch)
+
+    @property
+    def filters_producers(self) -> bool:
+        return self.producer_ids is not None or self.producer_epoch is not None
+
+
+@dataclass(slots=True)
+class DumpStats:
+    files: int = 0
+    unreadable: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    problems: int = 0
+
+
+def file_type(path: Path) -> str | None:
+    """Which decoder reads ``path``: by name, then by suffix (``.deleted`` etc. stripped)."""
+    name, _ = strip_transient_suffix(path.name)
+    if name in NAME_TYPES:
+        return NAME_TYPES[name]
+    return SUFFIX_TYPES.get(Path(name).suffix)
+
+
+def internal_topic(path: Path) -> str | None:
+    """``__transaction_state`` or ``__consumer_offsets`` when ``path`` lies in such a partition."""
+    parsed = parse_partition_dir(path.parent.name)
+    if parsed and parsed.topic in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC):
+        return parsed.topic
+    return None
+
+
+def expand_paths(paths: Iterable[str], stats: DumpStats) -> list[Path]:
+    """Files given, plus every known file under directories given (sorted, recursive)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for name in sorted(files):
+                    child = Path(root) / name
+                    if file_type(child) is not None:
+                        out.append(child)
+        else:
+            out.append(p)
+    return out
+
+
+def dump(
+    paths: Iterable[str], flt: DumpFilter, *, records: bool, stats: DumpStats
+) -> Iterator[dict]:
+    """Yield the dump items of every file under ``paths``."""
+    for path in expand_paths(paths, stats):
+        kind = file_type(path)
+        if kind is None:
+            if not path.exists():
+                stats.unreadable.append(f"{path}: no such file or directory")
+            else:
+                stats.ignored.append(str(path))
+            continue
+        stats.files += 1
+        try:
+            for item in _dump_file(path, kind, flt, records=records):
+                if item["kind"] == "problem":
+                    stats.problems += 1
+                yield item
+        except UnreadableFileError as exc:
+            stats.unreadable.append(str(exc))
+
+
+def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iterator[dict]:
+    file = str(path)
+    if kind == "segment":
+        yield from _dump_segment(path, flt, records=records)
+        return
+    if kind in ("offset_index", "time_index", "txn_index", "producer_snapshot"):
+        with open_bytes(path) as data:
+            yield from _dump_binary(file, bytes(data), kind, path, flt)
+        return
+    text = read_text(path)
+    yield from _dump_text(file, text, kind, flt)
+
+
+def _problem(file: str, position: int | None, message: str, problem: str) -> dict:
+    return {"kind": "problem", "file": file, "problem": problem, "position": position,
+            "message": message}
+
+
+def _from_format_errors(file: str, problems: Iterable[FormatError], problem: str) -> Iterator[dict]:
+    for exc in problems:
+        msg = f"{exc.field}: {exc.message}" if exc.field else exc.message
+        yield _problem(file, exc.position, msg, problem)
+
+
+def _dump_binary(file: str, data: bytes, kind: str, path: Path, flt: DumpFilter) -> Iterator[dict]:
+    base = offset_from_filename(strip_transient_suffix(path.name)[0])
+    if kind == "offset_index":
+        idx = offset_index.read_offset_index(data, base_offset=base or 0, path=file)
+        for e in idx.entries:
+            if flt.offsets_overlap(e.offset, e.offset):
+                yield {"kind": "index_entry", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, idx.problems, "invalid_index")
+    elif kind == "time_index":
+        tidx = time_index.read_time_index(data, base_offset=base or 0, path=file)
+        for e in tidx.entries:
+            if flt.offsets_overlap(e.offset, e.offset):
+                yield {"kind": "time_index_entry", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, tidx.problems, "invalid_index")
+    elif kind == "txn_index":
+        tx = txn_index.read_txn_index(data, path=file, base_offset=base)
+        for e in tx.entries:
+            if flt.producer_matches(e.producer_id) and flt.offsets_overlap(e.first_offset,
+                                                                           e.last_offset):
+                yield {"kind": "aborted_txn", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, tx.problems, "invalid_txn_index")
+    else:
+        snap = producer_snapshot.read_producer_snapshot(data, path=file)
+        for e in snap.entries:
+            if flt.producer_matches(e.producer_id, e.producer_epoch):
+                yield {"kind": "producer", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, snap.problems, "invalid_snapshot")
+
+
+def _dump_text(file: str, text: str, kind: str, flt: DumpFilter) -> Iterator[dict]:
+    if kind == "offset_checkpoint":
+        cp = checkpoints.read_offset_checkpoint(text, path=file)
+        for e in cp.entries:
+            yield {"kind": "checkpoint_entry", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, cp.problems, "invalid_checkpoint")
+    elif kind == "leader_epoch_checkpoint":
+        le = checkpoints.read_leader_epoch_checkpoint(text, path=file)
+        for e in le.entries:
+            yield {"kind": "leader_epoch_entry", "file": file, **e.to_dict()}
+        yield from _from_format_errors(file, le.problems, "invalid_checkpoint")
+    elif kind == "partition_metadata":
+        try:
+            pm = checkpoints.read_partition_metadata(text, path=file)
+        except FormatError as exc:
+            yield from _from_format_errors(file, [exc], "invalid_checkpoint")
+        else:
+            yield {"kind": "partition_metadata", "file": file, **pm.to_dict()}
+    else:
+        try:
+            mp = checkpoints.read_meta_properties(text, path=file)
+        except FormatError as exc:
+            yield from _from_format_errors(file, [exc], "invalid_checkpoint")
+        else:
+            yield {"kind": "meta_properties", "file": file, **mp.to_dict()}
+
+
+def _dump_segment(path: Path, flt: DumpFilter, *, records: bool) -> Iterator[dict]:
+    file = str(path)
+    topic = internal_topic(path)
+    decode = records or topic is not None
+    with open_bytes(path) as data:
+        if not decode:
+            yield from _scan_items(scan_segment(data, path=file), flt, file)
+            return
+        for entry in iter_segment(data, path=file, decode_records=False):
+            if isinstance(entry, SegmentProblem):
+                yield _segment_problem(entry, file)
+                continue
+            if isinstance(entry, LegacyEntry):
+                if flt.filters_producers or not flt.offsets_overlap(entry.base_offset,
+                                                                    entry.last_offset):
+                    continue
+                yield {"kind": "batch", "file": file, **legacy_batch_dict(entry, records=decode)}
+                continue
+            h = entry.header
+            # Coordinator batches carry no producer: filter their records by value instead.
+            if topic != TRANSACTION_STATE_TOPIC and not flt.producer_matches(h.producer_id,
+                                                                              h.producer_epoch):
+                continue
+            if not flt.offsets_overlap(h.base_offset, h.last_offset):
+                continue
+            item = {"kind": "batch", "file": file, **entry.to_dict()}
+            if decode:
+                try:
+                    item["records"] = _records(data, entry, topic, file, flt)
+                except FormatError as exc:
+                    item["records"] = []
+                    yield item
+                    yield _problem(file, exc.position, f"records do not decode: {exc.message}",
+                                   "invalid_batch")
+                    continue
+            filtered = flt.transactional_id is not None or flt.filters_producers
+            if topic == TRANSACTION_STATE_TOPIC and filtered and not item["records"]:
+                continue
+            yield item
+
+
+def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]:
+    """Batch items straight from the scanned columns (no per-batch parsing), problems in place."""
+    h = scan.headers
+    last = h.last_offset
+    keep = np.ones(len(h), dtype=bool)
+    if flt.from_offset is not None:
+        keep &= last >= flt.from_offset
+    if flt.to_offset is not None:
+        keep &= h.base_offset <= flt.to_offset
+    if flt.producer_ids is not None:
+        keep &= np.isin(h.producer_id, list(flt.producer_ids)) & (h.magic == 2)
+    if flt.producer_epoch is not None:
+        keep &= (h.producer_epoch == flt.producer_epoch) & (h.magic == 2)
+    columns = {name: getattr(h, name).tolist() for name in HeaderColumns.COLUMNS}
+    last_l, last_seq, size = last.tolist(), h.last_sequence.tolist(), h.size.tolist()
+    ctl, coord = scan.control_type.tolist(), scan.coordinator_epoch.tolist()
+    problems = list(scan.problems)
+    p = 0
+    for i in np.flatnonzero(keep).tolist():
+        pos = columns["position"][i]
+        while p < len(problems) and problems[p].position <= pos:
+            yield _segment_problem(problems[p], file)
+            p += 1
+        attrs = columns["attributes"][i]
+        magic = columns["magic"][i]
+        item = {
+            "kind": "batch", "file": file,
+            "base_offset": columns["base_offset"][i], "last_offset": last_l[i],
+            "count": columns["records_count"][i], "producer_id": columns["producer_id"][i],
+            "producer_epoch": columns["producer_epoch"][i],
+            "base_sequence": columns["base_sequence"][i], "last_sequence": last_seq[i],
+            "partition_leader_epoch": columns["partition_leader_epoch"][i],
+            "is_transactional": bool(attrs & TRANSACTIONAL_FLAG),
+            "is_control": bool(attrs & CONTROL_FLAG), "position": pos, "size": size[i],
+            "magic": magic, "compression": compression.name_for(attrs & COMPRESSION_MASK),
+            "timestamp_type": _timestamp_type(magic, attrs),
+            "base_timestamp": columns["base_timestamp"][i],
+            "max_timestamp": columns["max_timestamp"][i],
+            "delete_horizon_ms": (columns["base_timestamp"][i]
+                                  if magic == 2 and attrs & DELETE_HORIZON_FLAG else None),
+            "crc": columns["crc"][i], "crc_valid": columns["crc_valid"][i],
+        }
+        if ctl[i] != NO_CONTROL:
+            control = {"type": control_type_name(ctl[i])}
+            if control["type"] == "UNKNOWN":
+                control["type_id"] = ctl[i]
+            if coord[i] >= 0 or ctl[i] in (ControlType.ABORT, ControlType.COMMIT):
+                control["coordinator_epoch"] = coord[i]
+            item["control"] = control
+        yield item
+    for problem in problems[p:]:
+        yield _segment_problem(problem, file)
+
+
+def _timestamp_type(magic: int, attributes: int) -> str:
+    if magic == 0:
+        return "NoTimestampType"
+    return "LogAppendTime" if attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
+
+
+def _segment_problem(problem: SegmentProblem, file: str) -> dict:
+    return {"kind": "problem", "file": file, "problem": problem.kind,
+            "position": problem.position, "length": problem.length, "message": problem.message}
+
+
+def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
+             flt: DumpFilter) -> list[dict]:
+    out = []
+    for rec in iter_records(data, batch.position, batch.header, path=file):
+        if not flt.offsets_overlap(rec.offset, rec.offset):
+            continue
+        if batch.header.is_control:
+            d = rec.to_dict()
+        elif topic == TRANSACTION_STATE_TOPIC:
+            d = _txn_log_record(rec, file)
+            if not _txn_record_matches(d, flt):
+                continue
+        elif topic == CONSUMER_OFFSETS_TOPIC:
+            d = _group_record(rec, file)
+        else:
+            d = rec.to_dict()
+        out.append(d)
+    return out
+
+
+def _txn_record_matches(d: dict, flt: DumpFilter) -> bool:
+    key = d.get("key") if isinstance(d.get("key"), dict) else {}
+    if flt.transactional_id is not None and key.get("transactional_id") != flt.transactional_id:
+        return False
+    if flt.filters_producers:
+        value = d.get("value") if isinstance(d.get("value"), dict) else None
+        if value is None:  # tombstones name no producer
+            return flt.transactional_id is not None and flt.producer_ids is None
+        return flt.producer_matches(value["producer_id"], value["producer_epoch"])
+    return True
+
+
+def transaction_state_dirs(paths: Iterable[str]) -> list[Path]:
+    """``__transaction_state-N`` dirs among, inside, or beside the given paths."""
+    found: set[Path] = set()
+    for raw in paths:
+        p = Path(raw)
+        candidates = [p, p.parent, p.parent.parent] if p.exists() else []
+        for base in candidates:
+            if not base.is_dir():
+                continue
+            for child in [base, *sorted(base.iterdir())]:
+                parsed = parse_partition_dir(child.name)
+                if child.is_dir() and parsed and parsed.topic == TRANSACTION_STATE_TOPIC:
+                    found.add(child.resolve())
+    return sorted(found)
+
+
+def producer_ids_for(transactional_id: str, paths: Iterable[str]) -> tuple[set[int], list[Path]]:
+    """Producer ids the coordinator ever gave ``transactional_id`` (from __transaction_state)."""
+    dirs = transaction_state_dirs(paths)
+    pids: set[int] = set()
+    flt = DumpFilter(transactional_id=transactional_id)
+    for d in dirs:
+        for seg in sorted(d.glob("*.log")):
+            for item in _dump_segment(seg, flt, records=True):
+                for rec in item.get("records", []) if item["kind"] == "batch" else []:
+                    value = rec.get("value")
+                    if isinstance(value, dict):
+                        for k in ("producer_id", "previous_producer_id", "next_producer_id"):
+                            if isinstance(value.get(k), int) and value[k] >= 0:
+                                pids.add(value[k])
+    return pids, dirs
+
+
+def _internal_record(rec, file: str, parse_key, parse_value) -> dict:
+    d: dict[str, object] = {"offset": rec.offset, "timestamp": rec.timestamp}
+    try:
+        key = parse_key(rec.key or b"", path=file)
+        d["key"] = key.to_dict()
+        value = parse_value(key, rec.value, path=file)
+        d["value"] = None if value is None else value.to_dict()
+    except (FormatError, KafkatxError) as exc:
+        d.update(render_bytes("key", rec.key))
+        d.update(render_bytes("value", rec.value))
+        d["decode_error"] = str(exc.message if isinstance(exc, FormatError) else exc)
+    d["headers"] = [{"key": k, **render_bytes("value", v)} for k, v in rec.headers]
+    return d
+
+
+def _txn_log_record(rec, file: str) -> dict:
+    return _internal_record(
+        rec, file, transaction_log.parse_key,
+        lambda key, value, path: transaction_log.parse_value(value, path=path),
+    )
+
+
+def _group_record(rec, file: str) -> dict:
+    return _internal_record(rec, file, consumer_offsets.parse_key, consumer_offsets.parse_value)
+
+
+def legacy_batch_dict(entry: LegacyEntry, *, records: bool) -> dict:
+    """A legacy (v0/v1) entry in the same shape as a v2 batch (producer fields -1)."""
+    m = entry.message
+    out: dict[str, object] = {
+        "base_offset": entry.base_offset,
+        "last_offset": entry.last_offset,
+        "count": entry.count,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "base_sequence": -1,
+        "last_sequence": -1,
+        "partition_leader_epoch": -1,
+        "is_transactional": False,
+        "is_control": False,
+        "position": m.position,
+        "size": m.size,
+        "magic": m.magic,
+        "compression": m.compression,
+        "timestamp_type": m.timestamp_type,
+        "base_timestamp": m.timestamp,
+        "max_timestamp": m.timestamp,  # AbstractLegacyRecordBatch#maxTimestamp: the wrapper's
+        "delete_horizon_ms": None,
+        "crc": m.crc,
+        "crc_valid": m.crc_valid,
+    }
+    if records:
+        msgs = entry.inner or (m,)
+        out["records"] = [
+            {"offset": x.offset, "timestamp": x.timestamp, **render_bytes("key", x.key),
+             **render_bytes("value", x.value), "headers": []}
+            for x in msgs
+        ]
+    return out

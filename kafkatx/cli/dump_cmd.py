@@ -1,0 +1,253 @@
+"""``kafkatx dump``: decode any file of a Kafka log dir, better than kafka-dump-log.sh."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.table import Table
+
+from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
+from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+
+TABLE_CHUNK = 200
+
+
+@click.command("dump")
+@click.argument("paths", nargs=-1, required=True, metavar="FILE_OR_DIR...")
+@click.option("--producer-id", "producer_ids", type=int, multiple=True,
+              help="Only batches/entries of this producer id (repeatable).")
+@click.option("--producer-epoch", type=int, help="Only batches/entries with this producer epoch.")
+@click.option("--transactional-id",
+              help="Only this transactional id: its __transaction_state records, and data of "
+                   "the producer ids the coordinator gave it (needs __transaction_state "
+                   "partitions among or beside the paths).")
+@click.option("--from-offset", type=int, help="Only batches/entries with offsets >= N.")
+@click.option("--to-offset", type=int, help="Only batches/entries with offsets <= N.")
+@click.option("--records", is_flag=True,
+              help="Decode records too (always on for __transaction_state/__consumer_offsets).")
+@format_option(("table", "jsonl", "json"))
+def dump_command(
+    paths: tuple[str, ...],
+    producer_ids: tuple[int, ...],
+    producer_epoch: int | None,
+    transactional_id: str | None,
+    from_offset: int | None,
+    to_offset: int | None,
+    records: bool,
+    fmt: str,
+) -> None:
+    """Decode segment .log, .index, .timeindex, .txnindex, .snapshot and checkpoint files.
+
+    FILE_OR_DIR may be files or directories (a partition dir, a broker's log dir): the decoder is
+    chosen by file suffix and by partition directory (__transaction_state-N, __consumer_offsets-N).
+    Damaged regions are reported as `path:position: what is wrong` and the scan goes on.
+    """
+    err = stderr_console()
+    pid_filter: frozenset[int] | None = frozenset(producer_ids) if producer_ids else None
+    if transactional_id is not None:
+        pids, dirs = producer_ids_for(transactional_id, paths)
+        if not dirs:
+            raise click.UsageError(
+                "--transactional-id needs __transaction_state partitions among or beside the "
+                "given paths to map it to producer ids; none were found")
+        if not pids:
+            err.print(f"[yellow]no producer id found for transactional id "
+                      f"{transactional_id!r} in {len(dirs)} __transaction_state partition(s)")
+        pid_filter = frozenset(pids) if pid_filter is None else pid_filter & frozenset(pids)
+    flt = DumpFilter(producer_ids=pid_filter, producer_epoch=producer_epoch,
+                     from_offset=from_offset, to_offset=to_offset,
+                     transactional_id=transactional_id)
+    stats = DumpStats()
+    items = dump(paths, flt, records=records, stats=stats)
+    if fmt == "table":
+        _render_tables(items, err)
+    else:
+        writer = JsonWriter(sys.stdout, array=fmt == "json")
+        for item in items:
+            writer.write(item)
+            if item["kind"] == "problem":
+                err.print(_problem_line(item), markup=False)
+        writer.close()
+    for path in stats.ignored:
+        err.print(f"ignoring unknown file {path}", markup=False)
+    for line in stats.unreadable:
+        err.print(f"kafkatx: error: {line}", markup=False)
+    if stats.problems:
+        err.print(f"{stats.problems} problem(s) found in {stats.files} file(s)", markup=False)
+    if stats.unreadable:
+        sys.exit(1)
+
+
+def _problem_line(item: dict[str, Any]) -> str:
+    return f"{item['file']}:{item['position']}: {item['problem']}: {item['message']}"
+
+
+_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "batch": [("offsets", "right"), ("n", "right"), ("pid/epoch", "right"),
+              ("sequence", "right"), ("flags", "left"), ("position", "right"),
+              ("size", "right"), ("codec", "left"), ("max timestamp (UTC)", "left"),
+              ("crc", "left"), ("control / record", "left")],
+    "index_entry": [("offset", "right"), ("position", "right")],
+    "time_index_entry": [("timestamp (UTC)", "left"), ("timestamp", "right"),
+                         ("offset", "right")],
+    "aborted_txn": [("producer id", "right"), ("first offset", "right"),
+                    ("last offset", "right"), ("last stable offset", "right")],
+    "producer": [("producer id", "right"), ("epoch", "right"), ("last seq", "right"),
+                 ("last offset", "right"), ("offset delta", "right"),
+                 ("timestamp (UTC)", "left"), ("coord. epoch", "right"),
+                 ("txn first offset", "right")],
+    "checkpoint_entry": [("topic", "left"), ("partition", "right"), ("offset", "right")],
+    "leader_epoch_entry": [("epoch", "right"), ("start offset", "right")],
+    "partition_metadata": [("version", "right"), ("topic id", "left")],
+    "meta_properties": [("property", "left"), ("value", "left")],
+}
+
+
+def _short(v: Any, width: int = 60) -> str:
+    s = "null" if v is None else str(v)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _batch_row(b: dict[str, Any]) -> list[str]:
+    flags = ",".join(f for f, on in (("txn", b["is_transactional"]), ("ctrl", b["is_control"]))
+                     if on) or "-"
+    ctl = b.get("control")
+    control = "-" if not ctl else " ".join(
+        [ctl["type"]] + ([f"coord_epoch={ctl['coordinator_epoch']}"]
+                         if "coordinator_epoch" in ctl else []))
+    pid = "-" if b["producer_id"] < 0 else f"{b['producer_id']}/{b['producer_epoch']}"
+    seq = "-" if b["base_sequence"] < 0 else f"{b['base_sequence']}..{b['last_sequence']}"
+    crc = "ok" if b["crc_valid"] else "[bold red]BAD[/]"
+    offsets = (str(b["base_offset"]) if b["base_offset"] == b["last_offset"]
+               else f"{b['base_offset']}..{b['last_offset']}")
+    return [offsets, str(b["count"]), pid, seq, flags, str(b["position"]), str(b["size"]),
+            f"v{b['magic']} {b['compression']}", iso_ms(b["max_timestamp"]), crc, control]
+
+
+def _record_rows(b: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    if b["is_control"]:
+        return rows  # the batch row already says COMMIT/ABORT and the coordinator epoch
+    for r in b.get("records", []):
+        key, value = r.get("key"), r.get("value")
+        if isinstance(key, dict):
+            text = _internal_text(key, value)
+        else:
+            text = f"key={_short(key, 40)} value={_short(value, 100)}"
+        headers = ",".join(f"{h['key']}={_short(h.get('value'), 20)}" for h in r.get("headers", []))
+        if headers:
+            text += f" headers={headers}"
+        # Record lines sit under their batch: offset first, the content in the wide column.
+        rows.append([f"↳ {r['offset']}", "", "", "", "", "", "", "", iso_ms(r["timestamp"]), "",
+                     text])
+    return rows
+
+
+def _internal_text(key: dict[str, Any], value: Any) -> str:
+    """One line for a __transaction_state or __consumer_offsets record."""
+    if "transactional_id" in key:
+        head = key["transactional_id"]
+        if not isinstance(value, dict):
+            return f"{head}: tombstone (transactional id expired)"
+        parts = ",".join(f"{t}{ids}" for t, ids in (value.get("partitions") or {}).items())
+        return (f"{head}: {value['state']} pid={value['producer_id']}/{value['producer_epoch']} "
+                f"timeout={value['transaction_timeout_ms']}ms partitions={parts or '-'} "
+                f"started={iso_ms(value['start_timestamp_ms'])} v{value.get('version')}")
+    head = " ".join(f"{_compact(x)}" for k, x in key.items() if k in ("group", "topic",
+                                                                        "partition"))
+    if not isinstance(value, dict):
+        return f"{head or _compact(key)}: tombstone"
+    if "offset" in value:
+        return f"{head}: offset={value['offset']} leader_epoch={value.get('leader_epoch')}"
+    if "generation" in value:
+        members = len(value.get("members") or [])
+        return (f"{head}: group {value.get('protocol_type')} generation={value['generation']} "
+                f"protocol={value.get('protocol')} members={members}")
+    return f"{head}: " + " ".join(f"{k}={_compact(x)}" for k, x in value.items())
+
+
+def _compact(x: Any) -> str:
+    if isinstance(x, dict):
+        return "{" + ",".join(f"{k}:{_compact(v)}" for k, v in x.items()) + "}"
+    if isinstance(x, list):
+        return "[" + ",".join(_compact(v) for v in x) + "]"
+    return str(x)
+
+
+def _row(item: dict[str, Any]) -> list[list[str]]:
+    k = item["kind"]
+    if k == "index_entry":
+        return [[str(item["offset"]), str(item["position"])]]
+    if k == "time_index_entry":
+        return [[iso_ms(item["timestamp"]), str(item["timestamp"]), str(item["offset"])]]
+    if k == "aborted_txn":
+        return [[str(item[f]) for f in ("producer_id", "first_offset", "last_offset",
+                                        "last_stable_offset")]]
+    if k == "producer":
+        return [[str(item["producer_id"]), str(item["producer_epoch"]),
+                 str(item["last_sequence"]), str(item["last_offset"]), str(item["offset_delta"]),
+                 iso_ms(item["timestamp"]), str(item["coordinator_epoch"]),
+                 str(item["current_txn_first_offset"])]]
+    if k == "checkpoint_entry":
+        return [[str(item["topic"]), str(item["partition"]), str(item["offset"])]]
+    if k == "leader_epoch_entry":
+        return [[str(item["epoch"]), str(item["start_offset"])]]
+    if k == "partition_metadata":
+        return [[str(item.get("version")), str(item.get("topic_id"))]]
+    if k == "meta_properties":
+        return [[key, str(v)] for key, v in item.get("properties", {}).items()]
+    return [[_short(v) for v in item.values()]]
+
+
+def _new_table(kind: str, title: str | None, header: bool) -> Table:
+    t = Table(title=title, title_justify="left", show_header=header, box=None, pad_edge=False,
+              header_style="bold", padding=(0, 2, 0, 0))
+    columns = _COLUMNS.get(kind, [("value", "left")])
+    for i, (name, justify) in enumerate(columns):
+        last = i == len(columns) - 1
+        t.add_column(name, justify=justify, no_wrap=not last,  # type: ignore[arg-type]
+                     overflow="fold" if last else "ellipsis")
+    return t
+
+
+def _render_tables(items: Any, err: Any) -> None:
+    """Stream tables: one per file and kind, flushed every TABLE_CHUNK rows."""
+    out = stdout_console()
+    table: Table | None = None
+    current: tuple[str, str] | None = None
+    rows = 0
+
+    def flush() -> None:
+        nonlocal table, rows
+        if table is not None and table.row_count:
+            out.print(table)
+        table = None
+        rows = 0
+
+    for item in items:
+        if item["kind"] == "problem":
+            flush()
+            err.print(f"[bold red]{item['problem']}[/] {_problem_line(item)}", highlight=False)
+            continue
+        key = (item["file"], item["kind"])
+        if key != current:
+            flush()
+            current = key
+            out.print(f"[bold]{item['file']}[/] [dim]({item['kind'].replace('_', ' ')})[/]")
+            table = _new_table(item["kind"], None, True)
+        elif table is None:
+            table = _new_table(item["kind"], None, False)
+        assert table is not None
+        if item["kind"] == "batch":
+            table.add_row(*_batch_row(item))
+            for r in _record_rows(item):
+                table.add_row(*r, style="dim")
+        else:
+            for r in _row(item):
+                table.add_row(*r)
+        rows += 1
+        if rows >= TABLE_CHUNK:
+            flush()
+    flush()

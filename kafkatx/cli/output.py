@@ -1,0 +1,63 @@
+"""Shared output plumbing: ``--format`` options, JSON/JSONL writers, time rendering."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import click
+from rich.console import Console
+
+
+def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[[Any], Any]:
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+        help="Output format: a table for people, " + "/".join(c for c in choices if c != "table")
+        + " for scripts.",
+    )
+
+
+def iso_ms(ms: int | None) -> str:
+    """Epoch milliseconds as ISO-8601 UTC (human output only); -1/None shown as '-'."""
+    if ms is None or ms < 0:
+        return "-"
+    try:
+        t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{ms}ms"
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def stdout_console() -> Console:
+    # Piped or redirected tables keep every column whole instead of squeezing to 80 columns.
+    width = None if sys.stdout.isatty() else 220
+    return Console(file=sys.stdout, soft_wrap=False, width=width, highlight=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+class JsonWriter:
+    """Writes items as JSON lines, or as one JSON array at ``close``."""
+
+    def __init__(self, out: TextIO, *, array: bool) -> None:
+        self.out = out
+        self.array = array
+        self.first = True
+
+    def write(self, item: dict[str, Any]) -> None:
+        text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+        if self.array:
+            self.out.write(("[\n" if self.first else ",\n") + text)
+        else:
+            self.out.write(text + "\n")
+        self.first = False
+
+    def close(self) -> None:
+        if self.array:
+            self.out.write("[]\n" if self.first else "\n]\n")
+        self.out.flush()

@@ -1,0 +1,550 @@
+"""RecordBatch magic v2: header, records, control records (segment ``.log`` files, Produce/Fetch).
+
+Mirrors Kafka's ``DefaultRecordBatch`` (header layout, CRC-32C over [attributes, end), attributes
+bits, ``incrementSequence``), ``DefaultRecord`` (varint record layout), ``ControlRecordType`` and
+``EndTransactionMarker`` (control record key/value), and
+``MemoryRecords#writeEndTransactionalMarker`` (how a broker builds a COMMIT/ABORT marker batch).
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import construct as c
+import crc32c
+
+from kafkatx.errors import FormatError
+from kafkatx.formats import compression
+from kafkatx.formats.primitives import (
+    INT32_MAX,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt32,
+    VarInt,
+    VarIntArray,
+    VarIntNullableBytes,
+    VarIntString,
+    VarLong,
+    parse_exact,
+    read_varint,
+)
+
+MAGIC_V2 = 2
+LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
+HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+CRC_START = 21  # the CRC covers [attributes, end of batch)
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40
+
+_HEADER = c.Struct(
+    "base_offset" / Int64,
+    "batch_length" / Int32,
+    "partition_leader_epoch" / Int32,
+    "magic" / Int8,
+    "crc" / UInt32,
+    "attributes" / Int16,
+    "last_offset_delta" / Int32,
+    "base_timestamp" / Int64,
+    "max_timestamp" / Int64,
+    "producer_id" / Int64,
+    "producer_epoch" / Int16,
+    "base_sequence" / Int32,
+    "records_count" / Int32,
+)
+
+_HEADER_FIELD = c.Struct("key" / VarIntString, "value" / VarIntNullableBytes)
+
+# DefaultRecord without its leading length varint (the length frames it; see _read_record).
+_RECORD_BODY = c.Struct(
+    "attributes" / Int8,
+    "timestamp_delta" / VarLong,
+    "offset_delta" / VarInt,
+    "key" / VarIntNullableBytes,
+    "value" / VarIntNullableBytes,
+    "headers" / VarIntArray(_HEADER_FIELD),
+)
+
+# ControlRecordType.json (key) and EndTxnMarker.json (value): both version 0, not flexible.
+_CONTROL_KEY = c.Struct("version" / Int16, "type" / Int16)
+_END_TXN_MARKER_VALUE = c.Struct("version" / Int16, "coordinator_epoch" / Int32)
+
+
+class ControlType(enum.IntEnum):
+    """Kafka's ``ControlRecordType`` ids."""
+
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+def control_type_name(type_id: int) -> str:
+    try:
+        return ControlType(type_id).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordBatchHeader:
+    """The 61-byte v2 header exactly as stored (raw wire values)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression_id(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def compression(self) -> str:
+        return compression.name_for(self.compression_id)
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: with the delete-horizon bit set, baseTimestamp holds the horizon."""
+        return self.base_timestamp if self.has_delete_horizon else None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """One record of a v2 batch, with absolute offset and timestamp resolved."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    attributes: int = 0
+    position: int | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"offset": self.offset, "timestamp": self.timestamp}
+        out.update(render_bytes("key", self.key))
+        out.update(render_bytes("value", self.value))
+        out["headers"] = [
+            {"key": k, **render_bytes("value", v)} for k, v in self.headers
+        ]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlRecord:
+    """The control record of a control batch (first record; Kafka reads only its key type)."""
+
+    type_id: int
+    key_version: int
+    coordinator_epoch: int | None = None
+    value_version: int | None = None
+    raw_value: bytes | None = None
+
+    @property
+    def type(self) -> str:
+        return control_type_name(self.type_id)
+
+    @property
+    def is_end_txn_marker(self) -> bool:
+        return self.type_id in (ControlType.ABORT, ControlType.COMMIT)
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"type": self.type}
+        if self.type == "UNKNOWN":
+            out["type_id"] = self.type_id
+        if self.coordinator_epoch is not None:
+            out["coordinator_epoch"] = self.coordinator_epoch
+        elif self.raw_value is not None:
+            out["value_base64"] = base64.b64encode(self.raw_value).decode("ascii")
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordBatch:
+    """A v2 batch as read from ``path`` at byte ``position``."""
+
+    header: RecordBatchHeader
+    position: int
+    computed_crc: int
+    control: ControlRecord | None = None
+    records: tuple[Record, ...] | None = None
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.computed_crc == self.header.crc
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``dump --format jsonl`` contract for one batch."""
+        h = self.header
+        out: dict[str, object] = {
+            "base_offset": h.base_offset,
+            "last_offset": h.last_offset,
+            "count": h.records_count,
+            "producer_id": h.producer_id,
+            "producer_epoch": h.producer_epoch,
+            "base_sequence": h.base_sequence,
+            "last_sequence": h.last_sequence,
+            "partition_leader_epoch": h.partition_leader_epoch,
+            "is_transactional": h.is_transactional,
+            "is_control": h.is_control,
+            "position": self.position,
+            "size": h.size,
+            "magic": h.magic,
+            "compression": h.compression,
+            "timestamp_type": h.timestamp_type,
+            "base_timestamp": h.base_timestamp,
+            "max_timestamp": h.max_timestamp,
+            "delete_horizon_ms": h.delete_horizon_ms,
+            "crc": h.crc,
+            "crc_valid": self.crc_valid,
+        }
+        if self.control is not None:
+            out["control"] = self.control.to_dict()
+        if self.records is not None:
+            out["records"] = [r.to_dict() for r in self.records]
+        return out
+
+
+def render_bytes(name: str, data: bytes | None) -> dict[str, object]:
+    """Key/value rendering of the JSON contract: UTF-8 when printable, else base64."""
+    if data is None:
+        return {name: None}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and (text.isprintable() or all(ch.isprintable() or ch in "\t\r\n"
+                                                          for ch in text)):
+        return {name: text}
+    return {name: base64.b64encode(data).decode("ascii"), f"{name}_encoding": "base64"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def parse_header(
+    buf: bytes | memoryview, pos: int = 0, *, path: str | None = None
+) -> RecordBatchHeader:
+    """Parse the 61-byte header at ``pos`` (does not check the CRC or the batch length)."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise FormatError(
+            f"batch header needs {HEADER_SIZE} bytes, {max(len(buf) - pos, 0)} remain",
+            path=path, position=pos, field="record batch header",
+        )
+    raw = parse_exact(_HEADER, bytes(buf[pos : pos + HEADER_SIZE]), what="record batch header",
+                      path=path, base=pos)
+    return RecordBatchHeader(**{k: v for k, v in raw.items() if not k.startswith("_")})
+
+
+def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
+    """CRC-32C over [attributes, end) of the batch at ``pos`` (DefaultRecordBatch#isValid)."""
+    return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+
+
+def parse_batch(
+    buf: bytes | memoryview,
+    pos: int = 0,
+    *,
+    path: str | None = None,
+    decode_records: bool = False,
+    decode_control: bool = True,
+) -> RecordBatch:
+    """Parse the v2 batch at ``pos``: header, CRC, control record; records when asked.
+
+    Raises FormatError when the header is unusable (magic != 2, length too small or past the end
+    of ``buf``) or, with ``decode_records``, when the records do not decode. A CRC mismatch is not
+    an exception: it shows as ``crc_valid == False``.
+    """
+    header = parse_header(buf, pos, path=path)
+    if header.magic != MAGIC_V2:
+        raise FormatError(f"magic {header.magic} is not 2", path=path, position=pos + 16,
+                          field="magic")
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise FormatError(f"batch length {header.batch_length} is below the minimum "
+                          f"{MIN_BATCH_LENGTH}", path=path, position=pos + 8, field="batch_length")
+    if pos + header.size > len(buf):
+        raise FormatError(
+            f"batch of {header.size} bytes runs past the end of the data "
+            f"({len(buf) - pos} bytes remain)",
+            path=path, position=pos, field="batch_length",
+        )
+    computed = compute_crc(buf, pos, header.size)
+    control = None
+    if decode_control and header.is_control and header.records_count > 0:
+        control = _read_control(buf, pos, header, path)
+    records = tuple(iter_records(buf, pos, header, path=path)) if decode_records else None
+    return RecordBatch(header=header, position=pos, computed_crc=computed, control=control,
+                       records=records, path=path)
+
+
+def _records_payload(
+    buf: bytes | memoryview, pos: int, header: RecordBatchHeader, path: str | None
+) -> tuple[bytes, int]:
+    """Return the (decompressed) records bytes and the file position of the payload."""
+    start = pos + HEADER_SIZE
+    payload = bytes(buf[start : pos + header.size])
+    if header.compression_id == 0:
+        return payload, start
+    try:
+        return compression.decompress(header.compression_id, payload, magic=MAGIC_V2), start
+    except FormatError as exc:
+        raise exc.located(path, start) if exc.path is None else exc from None
+
+
+def iter_records(
+    buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *, path: str | None = None
+) -> Iterator[Record]:
+    """Decode the records of the batch at ``pos`` (DefaultRecord#readFrom for each)."""
+    data, payload_pos = _records_payload(buf, pos, header, path)
+    compressed = header.compression_id != 0
+    log_append = bool(header.attributes & TIMESTAMP_TYPE_MASK)
+    cursor = 0
+    for i in range(header.records_count):
+        where = payload_pos + (0 if compressed else cursor)
+        try:
+            length, body_start = read_varint(data, cursor)
+        except FormatError as exc:
+            raise FormatError(f"record {i}: {exc.message}", path=path, position=where,
+                              field="record length") from None
+        if length < 0 or body_start + length > len(data):
+            raise FormatError(
+                f"record {i}: length {length} does not fit in the batch "
+                f"(declared {header.records_count} records)",
+                path=path, position=where, field="record length",
+            )
+        body = parse_exact(_RECORD_BODY, data[body_start : body_start + length],
+                           what=f"record {i}", path=path,
+                           base=payload_pos + (0 if compressed else body_start))
+        timestamp = (header.max_timestamp if log_append
+                     else header.base_timestamp + body.timestamp_delta)
+        yield Record(
+            offset=header.base_offset + body.offset_delta,
+            timestamp=timestamp,
+            key=body.key,
+            value=body.value,
+            headers=tuple((h.key, h.value) for h in body.headers),
+            attributes=body.attributes,
+            position=None if compressed else payload_pos + cursor,
+        )
+        cursor = body_start + length
+    if cursor != len(data):
+        raise FormatError(
+            f"{len(data) - cursor} bytes left after the {header.records_count} declared records",
+            path=path, position=payload_pos + (0 if compressed else cursor), field="records",
+        )
+
+
+def _read_control(
+    buf: bytes | memoryview, pos: int, header: RecordBatchHeader, path: str | None
+) -> ControlRecord:
+    first = next(iter_records(buf, pos, header, path=path))
+    if first.key is None or len(first.key) < 4:
+        raise FormatError("control record key is shorter than 4 bytes", path=path,
+                          position=pos + HEADER_SIZE, field="control key")
+    # Readers parse newer key versions as the highest known one (only fields appended).
+    key = _CONTROL_KEY.parse(first.key[:4])
+    if key.version < 0:
+        raise FormatError(f"control key version {key.version}", path=path,
+                          position=pos + HEADER_SIZE, field="control key")
+    if key.type in (ControlType.ABORT, ControlType.COMMIT):
+        if first.value is None or len(first.value) < 6:
+            raise FormatError("end transaction marker value is shorter than 6 bytes",
+                              path=path, position=pos + HEADER_SIZE, field="marker value")
+        value = _END_TXN_MARKER_VALUE.parse(first.value[:6])
+        return ControlRecord(type_id=key.type, key_version=key.version,
+                             coordinator_epoch=value.coordinator_epoch,
+                             value_version=value.version)
+    return ControlRecord(type_id=key.type, key_version=key.version, raw_value=first.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def build_record_body(record: Record, *, base_offset: int, base_timestamp: int) -> bytes:
+    body = _RECORD_BODY.build(
+        {
+            "attributes": record.attributes,
+            "timestamp_delta": record.timestamp - base_timestamp,
+            "offset_delta": record.offset - base_offset,
+            "key": record.key,
+            "value": record.value,
+            "headers": [{"key": k, "value": v} for k, v in record.headers],
+        }
+    )
+    return VarInt.build(len(body)) + body
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int | None = None,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    compression_id: int = 0,
+    log_append_time: int | None = None,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    last_offset_delta: int | None = None,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """Build a v2 batch as Kafka's MemoryRecordsBuilder would (CRC computed).
+
+    Defaults follow Kafka: baseTimestamp = first record's timestamp, maxTimestamp = the largest
+    record timestamp (CreateTime) or ``log_append_time``, lastOffsetDelta from the last record.
+    ``last_offset_delta``/``max_timestamp`` may be given to build what compaction leaves behind.
+    """
+    if base_offset is None:
+        base_offset = records[0].offset if records else 0
+    first_ts = records[0].timestamp if records else NO_TIMESTAMP
+    if base_timestamp is None:
+        base_timestamp = first_ts
+    attributes = compression_id & COMPRESSION_MASK
+    if log_append_time is not None:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG
+    if is_control:
+        attributes |= CONTROL_FLAG
+    ts_base = base_timestamp
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_FLAG
+        base_timestamp = delete_horizon_ms
+    if max_timestamp is None:
+        if log_append_time is not None:
+            max_timestamp = log_append_time
+        else:
+            max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+    if last_offset_delta is None:
+        last_offset_delta = (records[-1].offset - base_offset) if records else 0
+    payload = b"".join(
+        build_record_body(r, base_offset=base_offset, base_timestamp=ts_base) for r in records
+    )
+    if compression_id:
+        payload = compression.compress(compression_id, payload, magic=MAGIC_V2)
+    after_crc = c.Struct(*_HEADER.subcons[5:]).build(
+        {
+            "attributes": attributes,
+            "last_offset_delta": last_offset_delta,
+            "base_timestamp": base_timestamp,
+            "max_timestamp": max_timestamp,
+            "producer_id": producer_id,
+            "producer_epoch": producer_epoch,
+            "base_sequence": base_sequence,
+            "records_count": len(records),
+        }
+    ) + payload
+    crc = crc32c.crc32c(after_crc)
+    head = c.Struct(*_HEADER.subcons[:5]).build(
+        {
+            "base_offset": base_offset,
+            "batch_length": len(after_crc) + 9,
+            "partition_leader_epoch": partition_leader_epoch,
+            "magic": MAGIC_V2,
+            "crc": crc,
+        }
+    )
+    return head + after_crc
+
+
+def build_control_batch(
+    *,
+    base_offset: int,
+    producer_id: int,
+    producer_epoch: int,
+    control_type: int,
+    timestamp: int,
+    coordinator_epoch: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    value: bytes | None = None,
+) -> bytes:
+    """A control batch as ``MemoryRecords#writeEndTransactionalMarker`` builds it.
+
+    Transactional + control attributes, CreateTime, no sequence, one record whose key is
+    (version 0, type) and whose value is (version 0, coordinator epoch) for COMMIT/ABORT.
+    """
+    key = _CONTROL_KEY.build({"version": 0, "type": control_type})
+    if value is None and control_type in (ControlType.ABORT, ControlType.COMMIT):
+        value = _END_TXN_MARKER_VALUE.build({"version": 0, "coordinator_epoch": coordinator_epoch})
+    record = Record(offset=base_offset, timestamp=timestamp, key=key, value=value)
+    return build_batch(
+        [record],
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=True,
+        is_control=True,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+    )

@@ -1,0 +1,56 @@
+"""Read-only access to evidence files.
+
+Nothing here opens a file for writing, creates, renames or touches anything: files are opened
+``rb`` and large ones mapped with ``ACCESS_READ``, which changes neither bytes nor mtimes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kafkatx.errors import UnreadableFileError
+
+MMAP_THRESHOLD = 64 * 1024 * 1024
+
+
+@contextmanager
+def open_bytes(path: str | os.PathLike[str]) -> Iterator[bytes | mmap.mmap]:
+    """Yield the whole content of ``path`` as a buffer (bytes, or a read-only mmap when large)."""
+    p = os.fspath(path)
+    try:
+        f = open(p, "rb")  # noqa: SIM115 - closed below, after the mapping
+    except IsADirectoryError:
+        raise UnreadableFileError(p, "is a directory") from None
+    except OSError as exc:
+        raise UnreadableFileError(p, exc.strerror or str(exc)) from None
+    mapped: mmap.mmap | None = None
+    try:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size >= MMAP_THRESHOLD:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                data: bytes | mmap.mmap = mapped
+            else:
+                data = f.read()
+        except OSError as exc:
+            raise UnreadableFileError(p, exc.strerror or str(exc)) from None
+        yield data
+    finally:
+        if mapped is not None:
+            with contextlib.suppress(BufferError):  # numpy views still alive: freed with them
+                mapped.close()
+        f.close()
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Read a small text file (checkpoints, properties) strictly read-only."""
+    with open_bytes(path) as data:
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnreadableFileError(os.fspath(path),
+                                      f"not UTF-8 text (byte {exc.start})") from None

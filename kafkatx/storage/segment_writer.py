@@ -1,0 +1,115 @@
+"""Append side of a partition directory: segments and their sparse indexes, written as Kafka does.
+
+Mirrors ``LogSegment#append`` in Kafka 4.x: for each appended batch, the max timestamp so far is
+updated, and when more than ``index.interval.bytes`` were appended since the last index entry an
+offset-index entry (batch last offset -> batch start position) and a time-index entry (max
+timestamp so far -> its batch's last offset, appended only when the timestamp grew,
+``TimeIndex#maybeAppend``) are added. On roll/close the time index gets a final
+``maybeAppend`` (``LogSegment#onBecomeInactiveSegment``) and indexes are trimmed to their entries
+(``AbstractIndex#trimToValidSize``). Used by the fixture generator and by ``kafkatx serve``; it is
+never pointed at evidence.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkatx.formats.offset_index import OffsetIndexEntry, build_offset_index
+from kafkatx.formats.time_index import TimeIndexEntry, build_time_index
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    """``LogFileUtils.filenamePrefixFromOffset`` + suffix: 20 zero-padded digits."""
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(slots=True)
+class _ActiveSegment:
+    base_offset: int
+    size: int = 0
+    bytes_since_last_index_entry: int = 0
+    max_timestamp_so_far: int = -1
+    offset_of_max_timestamp_so_far: int = -1
+    offset_entries: list[OffsetIndexEntry] = field(default_factory=list)
+    time_entries: list[TimeIndexEntry] = field(default_factory=list)
+
+    def maybe_append_time(self, timestamp: int, offset: int) -> None:
+        last = self.time_entries[-1].timestamp if self.time_entries else None
+        if last is None or timestamp > last:
+            self.time_entries.append(TimeIndexEntry(
+                timestamp=timestamp, offset=offset, relative_offset=offset - self.base_offset))
+
+
+class PartitionWriter:
+    """Writes batches (already-built v2 batch bytes) into ``<dir>/<base>.log`` segments."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        segment_bytes: int = 1 << 30,
+    ) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.index_interval_bytes = index_interval_bytes
+        self.segment_bytes = segment_bytes
+        self.active: _ActiveSegment | None = None
+        self.log_end_offset = 0
+        self.segment_bases: list[int] = []
+
+    def append(self, batch: bytes) -> int:
+        """Append one batch; return its byte position in the active segment."""
+        base_offset, _length = struct.unpack_from(">qi", batch, 0)
+        last_offset_delta = struct.unpack_from(">i", batch, 23)[0]
+        max_ts = struct.unpack_from(">q", batch, 35)[0]
+        last_offset = base_offset + last_offset_delta
+        if self.active is None or (self.active.size and
+                                   self.active.size + len(batch) > self.segment_bytes):
+            self.roll(base_offset)
+        seg = self.active
+        assert seg is not None
+        position = seg.size
+        with open(self.dir / segment_name(seg.base_offset, ".log"), "ab") as f:
+            f.write(batch)
+        if max_ts > seg.max_timestamp_so_far:
+            seg.max_timestamp_so_far = max_ts
+            seg.offset_of_max_timestamp_so_far = last_offset
+        if seg.bytes_since_last_index_entry > self.index_interval_bytes:
+            seg.offset_entries.append(OffsetIndexEntry(
+                offset=last_offset, relative_offset=last_offset - seg.base_offset,
+                position=position))
+            seg.maybe_append_time(seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
+            seg.bytes_since_last_index_entry = 0
+        seg.size += len(batch)
+        seg.bytes_since_last_index_entry += len(batch)
+        self.log_end_offset = last_offset + 1
+        return position
+
+    def roll(self, new_base_offset: int | None = None) -> None:
+        """Close the active segment (final time-index entry, trimmed indexes) and start another."""
+        self._close_active()
+        base = self.log_end_offset if new_base_offset is None else new_base_offset
+        self.active = _ActiveSegment(base_offset=base)
+        self.segment_bases.append(base)
+        (self.dir / segment_name(base, ".log")).touch()
+
+    def _close_active(self) -> None:
+        seg = self.active
+        if seg is None:
+            return
+        if seg.max_timestamp_so_far >= 0:
+            seg.maybe_append_time(seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
+        (self.dir / segment_name(seg.base_offset, ".index")).write_bytes(
+            build_offset_index(seg.offset_entries, seg.base_offset))
+        (self.dir / segment_name(seg.base_offset, ".timeindex")).write_bytes(
+            build_time_index(seg.time_entries, seg.base_offset))
+        self.active = None
+
+    def close(self) -> None:
+        self._close_active()

@@ -1,0 +1,14 @@
+"""Build hook for the optional C scanner; all project metadata lives in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "kafkatx.formats._batchscan",
+            ["kafkatx/formats/_batchscan.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        )
+    ]
+)
