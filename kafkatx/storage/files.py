@@ -11,10 +11,24 @@ import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
 
 from kafkatx.errors import UnreadableFileError
 
 MMAP_THRESHOLD = 64 * 1024 * 1024
+
+
+class ReadRecorder(Protocol):
+    """Told about every file read here (``kafkatx.storage.manifest.Manifest``)."""
+
+    def record(self, path: str, data: bytes | mmap.mmap, stat: os.stat_result | None = None
+               ) -> None: ...
+
+
+# Set (e.g. with ``kafkatx.storage.manifest.recording``) to log each read into a manifest.
+current_manifest: ContextVar[ReadRecorder | None] = ContextVar("kafkatx_current_manifest",
+                                                               default=None)
 
 
 @contextmanager
@@ -30,7 +44,8 @@ def open_bytes(path: str | os.PathLike[str]) -> Iterator[bytes | mmap.mmap]:
     mapped: mmap.mmap | None = None
     try:
         try:
-            size = os.fstat(f.fileno()).st_size
+            stat = os.fstat(f.fileno())
+            size = stat.st_size
             if size >= MMAP_THRESHOLD:
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 data: bytes | mmap.mmap = mapped
@@ -38,6 +53,9 @@ def open_bytes(path: str | os.PathLike[str]) -> Iterator[bytes | mmap.mmap]:
                 data = f.read()
         except OSError as exc:
             raise UnreadableFileError(p, exc.strerror or str(exc)) from None
+        recorder = current_manifest.get()
+        if recorder is not None:
+            recorder.record(p, data, stat)
         yield data
     finally:
         if mapped is not None:

@@ -1,0 +1,98 @@
+"""Invariant checks: one module per invariant, each yielding Findings from what was scanned.
+
+A check module defines ``check_segment(ctx: SegmentContext)`` and/or
+``check_partition(ctx: PartitionContext)``, each returning an iterable of ``Finding``. Checks
+never open files: the engine hands them scanned columns and parsed index/snapshot files.
+Segment checks run while the segment's columns are in memory (one segment at a time, so memory
+stays bounded by the largest segment); partition checks run after the whole partition was
+replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import ModuleType
+
+from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.replay import ReplayResult, StableOffsets
+from kafkatx.formats.offset_index import OffsetIndexRead
+from kafkatx.formats.producer_snapshot import ProducerSnapshot
+from kafkatx.formats.segment_scan import SegmentScan
+from kafkatx.formats.time_index import TimeIndexRead
+from kafkatx.formats.txn_index import TxnIndexRead
+
+
+@dataclass(slots=True, kw_only=True)
+class SegmentContext:
+    """One segment of a partition, scanned, with its parsed sibling index files."""
+
+    topic: str
+    partition: int
+    base_offset: int  # from the file name
+    log_path: str
+    scan: SegmentScan
+    offset_index: OffsetIndexRead | None = None
+    offset_index_path: str | None = None
+    time_index: TimeIndexRead | None = None
+    time_index_path: str | None = None
+    txn_index: TxnIndexRead | None = None
+    txn_index_path: str | None = None
+    previous_last_offset: int | None = None  # last offset of the previous segment's last batch
+    next_base_offset: int | None = None  # base offset of the next segment (None: active one)
+
+
+@dataclass(slots=True, kw_only=True)
+class SnapshotFile:
+    offset: int  # exclusive end offset from the file name
+    path: str
+    snapshot: ProducerSnapshot
+
+
+@dataclass(slots=True, kw_only=True)
+class PartitionContext:
+    """A whole partition after replay: what the partition checks look at."""
+
+    topic: str
+    partition: int
+    path: str
+    replay: ReplayResult
+    stable: StableOffsets
+    log_start_offset: int
+    log_end_offset: int
+    segment_bases: list[int] = field(default_factory=list)
+    txn_indexes: dict[int, TxnIndexRead] = field(default_factory=dict)  # by segment base offset
+    txn_index_paths: dict[int, str] = field(default_factory=dict)
+    snapshots: list[SnapshotFile] = field(default_factory=list)
+    snapshot_replay: ReplayResult | None = None  # rebuilt from the newest good snapshot + tail
+    snapshot_replay_offset: int | None = None
+    now_ms: int = -1  # --now, else the newest timestamp in the log
+    transaction_timeout_ms: int = 60_000
+
+
+SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]
+PartitionCheck = Callable[[PartitionContext], Iterable[Finding]]
+
+# One module per invariant (kafkatx/analysis/checks/<name>.py).
+CHECK_MODULES = (
+    "segment_damage",
+    "offsets",
+    "indexes",
+    "txnindex",
+    "snapshots",
+    "producer_rules",
+    "transactions",
+)
+
+
+def _modules() -> list[ModuleType]:
+    return [import_module(f"kafkatx.analysis.checks.{name}") for name in CHECK_MODULES]
+
+
+def segment_checks() -> list[SegmentCheck]:
+    return [m.check_segment for m in _modules() if hasattr(m, "check_segment")]
+
+
+def partition_checks() -> list[PartitionCheck]:
+    return [m.check_partition for m in _modules() if hasattr(m, "check_partition")]

@@ -1,0 +1,96 @@
+"""Findings: what kafkatx reports, each explaining itself in one line with a location.
+
+Every kind is registered in ``KINDS`` with its severity and a one-line explanation; the README
+lists them. Severity ``error`` makes ``kafkatx verify`` exit 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class FindingKind:
+    severity: str
+    explanation: str
+
+
+KINDS: dict[str, FindingKind] = {
+    # Damage in files
+    "crc_mismatch": FindingKind(ERROR, "a batch's stored CRC does not match its bytes"),
+    "truncated_batch": FindingKind(WARNING, "the segment ends inside a batch (crash or live copy)"),
+    "corrupt_region": FindingKind(ERROR, "bytes that are no batch were skipped"),
+    "zero_padding": FindingKind(INFO, "a zero-filled segment tail (preallocation or crash)"),
+    "invalid_batch": FindingKind(ERROR, "a batch whose records or control record do not decode"),
+    "offset_regression": FindingKind(ERROR, "a batch's offsets are not above the previous batch's"),
+    "offset_gap": FindingKind(INFO, "offsets skipped between batches (compaction or deletion)"),
+    "index_mismatch": FindingKind(WARNING, "an .index/.timeindex entry disagrees with the log"),
+    "txnindex_mismatch": FindingKind(ERROR, "the .txnindex differs from the aborts in the log"),
+    "snapshot_mismatch": FindingKind(WARNING, "a producer snapshot differs from the log's state"),
+    "corrupt_snapshot": FindingKind(WARNING, "a producer snapshot Kafka would refuse to load"),
+    "ghost_transaction": FindingKind(WARNING, "a snapshot keeps open a transaction with no data"),
+    "checkpoint_problem": FindingKind(WARNING, "a checkpoint file is missing, garbled or stale"),
+    # Producer and transaction rules
+    "sequence_gap": FindingKind(WARNING, "a producer's sequence numbers skip or go back"),
+    "duplicate_batch": FindingKind(ERROR, "the same producer batch was written twice"),
+    "invalid_epoch": FindingKind(ERROR, "a write under an older epoch than the producer's: a zombie"),
+    "invalid_txn_state": FindingKind(ERROR, "a non-transactional write inside a transaction"),
+    "coordinator_epoch_regression": FindingKind(
+        ERROR, "a marker from an older coordinator than an earlier marker"),
+    "empty_transaction": FindingKind(INFO, "a marker that closes no data in this partition"),
+    "marker_without_transaction": FindingKind(
+        WARNING, "a marker for a producer never seen in this partition"),
+    "unexpected_control_batch": FindingKind(WARNING, "a non-transaction control batch in data"),
+    "open_transaction": FindingKind(WARNING, "a transaction with no marker yet"),
+    "lso_pinned": FindingKind(ERROR, "an open transaction older than its timeout holds the LSO"),
+    "high_watermark_beyond_log_end": FindingKind(
+        WARNING, "the checkpointed high watermark is above the log end offset"),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One thing worth an operator's attention, located as ``path:position`` where possible."""
+
+    kind: str
+    message: str
+    severity: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    transactional_id: str | None = None
+    offset: int | None = None
+    location: str | None = None
+    remediation: str | None = None
+
+    @property
+    def level(self) -> str:
+        return self.severity or KINDS[self.kind].severity
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind, "severity": self.level, "topic": self.topic,
+            "partition": self.partition, "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch, "transactional_id": self.transactional_id,
+            "offset": self.offset, "location": self.location, "message": self.message,
+            "remediation": self.remediation,
+        }
+
+
+def location(path: str | None, position: int | None) -> str | None:
+    if path is None:
+        return None
+    return path if position is None else f"{path}:{position}"
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info; within a level by topic, partition, offset."""
+    return sorted(findings, key=lambda f: (SEVERITY_RANK[f.level], f.topic or "",
+                                           f.partition if f.partition is not None else -1,
+                                           f.offset if f.offset is not None else -1, f.kind))

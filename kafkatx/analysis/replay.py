@@ -1,0 +1,313 @@
+"""Rebuild a partition's producer state and transactions from its batch headers.
+
+Runs :mod:`kafkatx.semantics.producer_state` over every batch in offset order, exactly as a
+broker does while recovering a segment (``LogSegment#updateProducerState``: one append per
+batch, origin REPLICATION, completed transactions written to the txn index with the LSO of that
+moment), and records what a forensic reader needs on top: every transaction with its offsets,
+timestamps and outcome, the .txnindex entries Kafka would have written, every rule a batch broke
+(the audit), duplicates, and markers that closed nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
+from kafkatx.formats.record_batch import ControlType
+from kafkatx.formats.segment_scan import SegmentScan
+from kafkatx.semantics.producer_state import (
+    AppendOrigin,
+    ProducerStateError,
+    ProducerStateManager,
+    Violation,
+    last_stable_offset,
+)
+
+COMMITTED = "committed"
+ABORTED = "aborted"
+OPEN = "open"
+
+
+@dataclass(slots=True, kw_only=True)
+class Transaction:
+    """One transaction of one producer in one partition, as its batches and marker show it."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_data_offset: int
+    first_timestamp: int
+    last_timestamp: int
+    batches: int = 0
+    records: int = 0
+    outcome: str = OPEN
+    marker_offset: int | None = None
+    marker_timestamp: int | None = None
+    marker_epoch: int | None = None
+    coordinator_epoch: int | None = None
+    last_stable_offset_at_marker: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+            "first_offset": self.first_offset, "last_offset": self.last_data_offset,
+            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
+            "batches": self.batches, "records": self.records, "outcome": self.outcome,
+            "marker_offset": self.marker_offset, "marker_timestamp": self.marker_timestamp,
+            "marker_epoch": self.marker_epoch, "coordinator_epoch": self.coordinator_epoch,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedAbortedTxn:
+    """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRef:
+    """Where a batch sits: file and byte position (for ``path:position`` findings)."""
+
+    path: str | None
+    position: int
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(slots=True, kw_only=True)
+class ReplayEvent:
+    """Something the replay noticed at a batch: a broken rule, a duplicate, a lone marker."""
+
+    kind: str
+    batch: BatchRef
+    message: str
+
+
+@dataclass(slots=True, kw_only=True)
+class SnapshotCheckpoint:
+    """The state the replay had when its map end offset reached a snapshot's offset."""
+
+    offset: int
+    entries: list[ProducerSnapshotEntry]
+
+
+@dataclass(slots=True, kw_only=True)
+class ReplayResult:
+    transactions: list[Transaction] = field(default_factory=list)
+    expected_aborted: list[ExpectedAbortedTxn] = field(default_factory=list)
+    events: list[ReplayEvent] = field(default_factory=list)
+    snapshot_states: dict[int, SnapshotCheckpoint] = field(default_factory=dict)
+    state: ProducerStateManager = field(default_factory=ProducerStateManager)
+    first_offset: int | None = None
+    log_end_offset: int = 0
+    max_timestamp: int = -1
+    batches: int = 0
+    data_records: int = 0
+
+    @property
+    def open_transactions(self) -> list[Transaction]:
+        return [t for t in self.transactions if t.outcome == OPEN]
+
+
+class PartitionReplayer:
+    """Feeds scanned segments, in offset order, through Kafka's producer-state rules."""
+
+    def __init__(
+        self,
+        *,
+        state: ProducerStateManager | None = None,
+        start_offset: int | None = None,
+        snapshot_offsets: Iterable[int] = (),
+    ) -> None:
+        self.result = ReplayResult(state=state or ProducerStateManager())
+        self.start_offset = start_offset
+        self._open: dict[int, Transaction] = {}
+        self._snapshot_offsets = sorted(set(snapshot_offsets))
+        self._current: BatchRef | None = None
+        for entry in self.result.state.producers.values():
+            if entry.current_txn_first_offset is not None:
+                # A transaction a snapshot remembers as open: its batches lie before the replay.
+                self._open[entry.producer_id] = Transaction(
+                    producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
+                    first_offset=entry.current_txn_first_offset,
+                    last_data_offset=entry.last_data_offset,
+                    first_timestamp=entry.last_timestamp, last_timestamp=entry.last_timestamp)
+                self.result.transactions.append(self._open[entry.producer_id])
+
+    def _audit(self, violation: Violation) -> None:
+        assert self._current is not None
+        self.result.events.append(ReplayEvent(kind=violation.kind, batch=self._current,
+                                              message=violation.message))
+
+    def _maybe_record_snapshot(self, next_offset: int) -> None:
+        while self._snapshot_offsets and self._snapshot_offsets[0] <= next_offset:
+            off = self._snapshot_offsets.pop(0)
+            if off == next_offset:
+                self.result.snapshot_states[off] = SnapshotCheckpoint(
+                    offset=off, entries=self.result.state.snapshot_entries())
+
+    def feed(self, scan: SegmentScan) -> None:
+        """Replay one segment's batches (call in segment order)."""
+        h: HeaderColumns = scan.headers
+        n = len(h)
+        if not n:
+            return
+        base = h.base_offset.tolist()
+        last = h.last_offset.tolist()
+        pid = h.producer_id.tolist()
+        epoch = h.producer_epoch.tolist()
+        base_seq = h.base_sequence.tolist()
+        last_seq = h.last_sequence.tolist()
+        max_ts = h.max_timestamp.tolist()
+        count = h.records_count.tolist()
+        position = h.position.tolist()
+        is_txn = h.is_transactional.tolist()
+        is_ctl = h.is_control.tolist()
+        magic = h.magic.tolist()
+        ctl_type = scan.control_type.tolist()
+        coord = scan.coordinator_epoch.tolist()
+        res = self.result
+        psm = res.state
+        if len(h.max_timestamp):
+            res.max_timestamp = max(res.max_timestamp, int(np.max(h.max_timestamp)))
+        for i in range(n):
+            if self.start_offset is not None and last[i] < self.start_offset:
+                continue
+            if res.first_offset is None:
+                res.first_offset = base[i]
+            res.batches += 1
+            if not is_ctl[i]:
+                res.data_records += count[i]
+            if pid[i] >= 0 and magic[i] >= 2:
+                self._current = BatchRef(path=scan.path, position=position[i],
+                                         base_offset=base[i], last_offset=last[i],
+                                         producer_id=pid[i], producer_epoch=epoch[i])
+                if is_ctl[i]:
+                    self._marker(pid[i], epoch[i], max_ts[i], count[i], ctl_type[i],
+                                 coord[i])
+                else:
+                    self._data(base[i], last[i], pid[i], epoch[i], base_seq[i], last_seq[i],
+                               max_ts[i], count[i], is_txn[i])
+            psm.update_map_end_offset(last[i] + 1)
+            res.log_end_offset = last[i] + 1
+            self._maybe_record_snapshot(last[i] + 1)
+
+    def _data(self, base: int, last: int, pid: int, epoch: int, base_seq: int, last_seq: int,
+              max_ts: int, count: int, is_txn: bool) -> None:
+        psm = self.result.state
+        entry = psm.last_entry(pid)
+        if entry is not None and base_seq >= 0:
+            dup = entry.find_duplicate_batch(epoch, base_seq, last_seq)
+            if dup is not None:
+                assert self._current is not None
+                self.result.events.append(ReplayEvent(
+                    kind="duplicate_batch", batch=self._current,
+                    message=f"producer {pid} epoch {epoch} sequences {base_seq}..{last_seq} were "
+                            f"already written at offsets {dup.first_offset}..{dup.last_offset}: "
+                            "a duplicate the leader should have answered, not appended"))
+        info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
+        try:
+            info.append_data_batch(epoch, base_seq, last_seq, max_ts, base, last, is_txn)
+        except ProducerStateError:
+            return  # audited; Kafka discards the append, so the state does not change
+        psm.update(info)
+        if not is_txn:
+            return
+        txn = self._open.get(pid)
+        if info.started_transactions or txn is None:
+            txn = Transaction(producer_id=pid, producer_epoch=epoch, first_offset=base,
+                              last_data_offset=last, first_timestamp=max_ts,
+                              last_timestamp=max_ts)
+            self._open[pid] = txn
+            self.result.transactions.append(txn)
+        txn.last_data_offset = last
+        txn.last_timestamp = max(txn.last_timestamp, max_ts)
+        txn.first_timestamp = min(txn.first_timestamp, max_ts)
+        txn.batches += 1
+        txn.records += count
+
+    def _marker(self, pid: int, epoch: int, ts: int, count: int, ctl_type: int,
+                coordinator_epoch: int) -> None:
+        ref = self._current
+        assert ref is not None
+        if count == 0:
+            return  # emptied by the cleaner: the whole transaction is gone (Kafka: no-op)
+        if ctl_type not in (ControlType.ABORT, ControlType.COMMIT):
+            self.result.events.append(ReplayEvent(
+                kind="unexpected_control_batch", batch=ref,
+                message=f"control batch of type {ctl_type} from producer {pid} in a data "
+                        "partition; Kafka only expects COMMIT/ABORT markers here"))
+            return
+        psm = self.result.state
+        known = psm.last_entry(pid) is not None
+        info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
+        completed = info.append_end_txn_marker(
+            is_commit=ctl_type == ControlType.COMMIT, coordinator_epoch=coordinator_epoch,
+            producer_epoch=epoch, offset=ref.base_offset, timestamp=ts)
+        psm.update(info)
+        kind = "COMMIT" if ctl_type == ControlType.COMMIT else "ABORT"
+        if completed is None:
+            self.result.events.append(ReplayEvent(
+                kind="empty_transaction" if known else "marker_without_transaction", batch=ref,
+                message=(f"{kind} marker for producer {pid} epoch {epoch} closes no data in this "
+                         "partition" + ("" if known else
+                                        "; the producer has no earlier batch here (its data may "
+                                        "have been deleted, or the marker is stray)"))))
+            return
+        lso = psm.last_stable_offset(completed)
+        if completed.is_aborted:
+            self.result.expected_aborted.append(ExpectedAbortedTxn(
+                producer_id=pid, first_offset=completed.first_offset,
+                last_offset=completed.last_offset, last_stable_offset=lso))
+        psm.complete_txn(completed)
+        txn = self._open.pop(pid, None)
+        if txn is None or txn.first_offset != completed.first_offset:
+            txn = Transaction(producer_id=pid, producer_epoch=epoch,
+                              first_offset=completed.first_offset,
+                              last_data_offset=completed.first_offset,
+                              first_timestamp=ts, last_timestamp=ts)
+            self.result.transactions.append(txn)
+        txn.outcome = ABORTED if completed.is_aborted else COMMITTED
+        txn.marker_offset = completed.last_offset
+        txn.marker_timestamp = ts
+        txn.marker_epoch = epoch
+        txn.coordinator_epoch = coordinator_epoch
+        txn.last_stable_offset_at_marker = lso
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StableOffsets:
+    """The partition's LSO and what decides it (``UnifiedLog#lastStableOffset``)."""
+
+    high_watermark: int | None
+    last_stable_offset: int
+    lso_source: str  # open_transaction | unreplicated_transaction | high_watermark | log_end_offset
+
+
+def stable_offsets(state: ProducerStateManager, log_end_offset: int,
+                   high_watermark: int | None) -> StableOffsets:
+    """LSO = min(first unstable offset, HW); the HW is the checkpointed one, else the LEO.
+
+    ``state`` is advanced to the HW (``onHighWatermarkUpdated``): completed transactions whose
+    marker is at or above it stay unstable, as in Kafka.
+    """
+    hw = log_end_offset if high_watermark is None else high_watermark
+    state.on_high_watermark_updated(hw)
+    first_unstable = state.first_unstable_offset()
+    lso = last_stable_offset(first_unstable, hw)
+    if first_unstable is not None and first_unstable < hw:
+        undecided = state.first_undecided_offset()
+        source = "open_transaction" if undecided == first_unstable else "unreplicated_transaction"
+    else:
+        source = "high_watermark" if high_watermark is not None else "log_end_offset"
+    return StableOffsets(high_watermark=high_watermark, last_stable_offset=lso, lso_source=source)

@@ -1,0 +1,275 @@
+"""The local engine: scan partitions in this process, one segment in memory at a time.
+
+For each partition: every live segment is scanned into header columns, fed to the producer-state
+replay (``kafkatx.analysis.replay``) and checked with its index files; then snapshots are
+compared, the partition is rebuilt a second time from its newest good snapshot plus the log tail
+(as a restarting broker would), the LSO is computed against the checkpointed high watermark, and
+the partition checks run. Files are only read (``kafkatx.storage.files``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kafkatx.analysis.checks import (
+    PartitionContext,
+    SegmentContext,
+    SnapshotFile,
+    partition_checks,
+    segment_checks,
+)
+from kafkatx.analysis.findings import Finding, rank
+from kafkatx.analysis.partition_report import PartitionReport
+from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.formats.offset_index import read_offset_index
+from kafkatx.formats.producer_snapshot import read_producer_snapshot
+from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.time_index import read_time_index
+from kafkatx.formats.txn_index import read_txn_index
+from kafkatx.semantics.producer_state import ProducerStateManager
+from kafkatx.storage.discovery import (
+    Discovery,
+    LogDir,
+    PartitionDir,
+    discover,
+    read_root_checkpoints,
+)
+from kafkatx.storage.files import open_bytes
+
+Progress = Callable[[int], None]  # called with bytes scanned
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalysisOptions:
+    now_ms: int | None = None  # "now" for age-based findings; default: newest timestamp seen
+    transaction_timeout_ms: int = 60_000  # the producer default transaction.timeout.ms
+
+
+@dataclass(slots=True, kw_only=True)
+class Inspection:
+    partitions: list[PartitionReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    discovery: Discovery | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.size_bytes for p in self.partitions)
+
+
+def _read_small(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    with open_bytes(path) as data:
+        return bytes(data)
+
+
+def _scan(path: Path) -> SegmentScan:
+    with open_bytes(path) as data:
+        return scan_segment(data, path=str(path))
+
+
+def _root_offsets(log_dir: LogDir | None) -> tuple[dict[tuple[str, int], int],
+                                                     dict[tuple[str, int], int], list[Finding]]:
+    """High watermarks and log start offsets from a log dir's checkpoint files."""
+    if log_dir is None:
+        return {}, {}, []
+    findings: list[Finding] = []
+    cps = read_root_checkpoints(log_dir)
+    out: list[dict[tuple[str, int], int]] = []
+    for name in ("replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        cp = cps.get(name)
+        values: dict[tuple[str, int], int] = {}
+        if cp is not None:
+            for e in cp.entries:
+                values[(e.topic, e.partition)] = e.offset
+            for p in cp.problems:
+                findings.append(Finding(kind="checkpoint_problem", message=f"{name}: {p.message}",
+                                        location=f"{p.path}:{p.position}" if p.path else None))
+        out.append(values)
+    return out[0], out[1], findings
+
+
+def analyze_partition(
+    pdir: PartitionDir,
+    *,
+    high_watermark: int | None = None,
+    log_start_offset: int | None = None,
+    options: AnalysisOptions = AnalysisOptions(),
+    progress: Progress | None = None,
+) -> PartitionReport:
+    topic, partition = pdir.topic, pdir.partition
+    findings: list[Finding] = []
+    snapshot_offsets = [off for off, _ in pdir.snapshots]
+    replayer = PartitionReplayer(snapshot_offsets=snapshot_offsets)
+    seg_checks = segment_checks()
+    txn_indexes = {}
+    txn_index_paths = {}
+    segments = list(pdir.segments)
+    ranges: list[tuple[int, int, Path]] = []  # (first, last offset, log path) per segment
+    previous_last: int | None = None
+    size = 0
+    for i, seg in enumerate(segments):
+        if seg.log is None:
+            continue
+        scan = _scan(seg.log)
+        size += scan.size
+        if progress is not None:
+            progress(scan.size)
+        replayer.feed(scan)
+        h = scan.headers
+        if len(h):
+            ranges.append((int(h.base_offset[0]), int(h.last_offset[-1]), seg.log))
+        ctx = SegmentContext(
+            topic=topic, partition=partition, base_offset=seg.base_offset, log_path=str(seg.log),
+            scan=scan, previous_last_offset=previous_last,
+            next_base_offset=segments[i + 1].base_offset if i + 1 < len(segments) else None,
+        )
+        raw = _read_small(seg.index)
+        if raw is not None:
+            ctx.offset_index = read_offset_index(raw, base_offset=seg.base_offset,
+                                                 path=str(seg.index))
+            ctx.offset_index_path = str(seg.index)
+        raw = _read_small(seg.timeindex)
+        if raw is not None:
+            ctx.time_index = read_time_index(raw, base_offset=seg.base_offset,
+                                             path=str(seg.timeindex))
+            ctx.time_index_path = str(seg.timeindex)
+        raw = _read_small(seg.txnindex)
+        if raw is not None:
+            ctx.txn_index = read_txn_index(raw, path=str(seg.txnindex), base_offset=seg.base_offset)
+            ctx.txn_index_path = str(seg.txnindex)
+            txn_indexes[seg.base_offset] = ctx.txn_index
+            txn_index_paths[seg.base_offset] = str(seg.txnindex)
+        for check in seg_checks:
+            findings.extend(check(ctx))
+        if len(h):
+            previous_last = int(h.last_offset[-1])
+        del scan, ctx
+    replay = replayer.result
+    leo = max(replay.log_end_offset, segments[-1].base_offset if segments else 0)
+    first_base = segments[0].base_offset if segments else 0
+    lso_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
+
+    snapshots: list[SnapshotFile] = []
+    for off, path in pdir.snapshots:
+        raw = _read_small(path)
+        assert raw is not None
+        snapshots.append(SnapshotFile(offset=off, path=str(path),
+                                      snapshot=read_producer_snapshot(raw, path=str(path))))
+    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, leo)
+
+    stable = stable_offsets(replay.state, leo, high_watermark)
+    pctx = PartitionContext(
+        topic=topic, partition=partition, path=str(pdir.path), replay=replay, stable=stable,
+        log_start_offset=lso_start, log_end_offset=leo,
+        segment_bases=[s.base_offset for s in segments], txn_indexes=txn_indexes,
+        txn_index_paths=txn_index_paths, snapshots=snapshots, snapshot_replay=snap_replay,
+        snapshot_replay_offset=snap_offset,
+        now_ms=options.now_ms if options.now_ms is not None else replay.max_timestamp,
+        transaction_timeout_ms=options.transaction_timeout_ms,
+    )
+    for check in partition_checks():
+        findings.extend(check(pctx))
+    hw = leo if high_watermark is None else high_watermark
+    report = PartitionReport(
+        topic=topic, partition=partition, path=str(pdir.path),
+        broker=pdir.log_dir.label if pdir.log_dir is not None else None, state=pdir.state,
+        log_start_offset=lso_start, log_end_offset=leo, high_watermark=high_watermark,
+        last_stable_offset=stable.last_stable_offset, lso_source=stable.lso_source,
+        records_pending=_records_between(ranges, stable.last_stable_offset, hw),
+        open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
+        batches=replay.batches, data_records=replay.data_records,
+        producers=len(replay.state.producers),
+        transactions_committed=sum(t.outcome == COMMITTED for t in replay.transactions),
+        transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN) for t in replay.transactions),
+        longest_transaction_ms=_longest(replay),
+        findings=[_placed(f, topic, partition) for f in findings],
+    )
+    return report
+
+
+def _placed(f: Finding, topic: str, partition: int) -> Finding:
+    if f.topic is not None:
+        return f
+    from dataclasses import replace
+
+    return replace(f, topic=topic, partition=partition)
+
+
+def _longest(replay: ReplayResult) -> int | None:
+    spans = [(t.marker_timestamp if t.marker_timestamp is not None else t.last_timestamp)
+             - t.first_timestamp for t in replay.transactions]
+    return max(spans) if spans else None
+
+
+def _replay_from_snapshot(
+    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], leo: int
+) -> tuple[ReplayResult | None, int | None]:
+    """Rebuild as a restarting broker: newest loadable snapshot <= LEO, then the log tail.
+
+    Producers are not expired on load (the broker's clock at restart is unknown offline).
+    """
+    usable = [s for s in snapshots if s.offset <= leo and s.snapshot.loadable]
+    if not usable:
+        return None, None
+    snap = max(usable, key=lambda s: s.offset)
+    state = ProducerStateManager()
+    state.load_snapshot(list(snap.snapshot.entries), snap.offset)
+    replayer = PartitionReplayer(state=state, start_offset=snap.offset)
+    for _first, last, path in ranges:
+        if last >= snap.offset:
+            replayer.feed(_scan(path))
+    return replayer.result, snap.offset
+
+
+def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int) -> int:
+    """Data records with offsets in [lso, hw): what read_committed consumers cannot see yet."""
+    if hw <= lso:
+        return 0
+    total = 0
+    for first, last, path in ranges:
+        if last < lso or first >= hw:
+            continue
+        h = _scan(path).headers
+        data = ~h.is_control
+        lo = np.maximum(h.base_offset, lso)
+        hi = np.minimum(h.last_offset, hw - 1)
+        span = np.clip(hi - lo + 1, 0, None)
+        # Exact for uncompacted batches (records = offsets); compaction can only lower it.
+        total += int(np.minimum(span, h.records_count)[data & (hi >= lo)].sum())
+    return total
+
+
+def inspect_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    options: AnalysisOptions = AnalysisOptions(),
+    progress: Progress | None = None,
+    on_partition: Callable[[PartitionDir], None] | None = None,
+) -> Inspection:
+    """Discover every partition under ``paths`` and analyze each one."""
+    disc = discover(paths)
+    result = Inspection(discovery=disc, problems=list(disc.problems))
+    checkpoints: dict[int, tuple[dict, dict]] = {}
+    for log_dir in disc.log_dirs:
+        hws, starts, cp_findings = _root_offsets(log_dir)
+        checkpoints[id(log_dir)] = (hws, starts)
+        result.findings.extend(cp_findings)
+    for pdir in disc.all_partitions():
+        if on_partition is not None:
+            on_partition(pdir)
+        hws, starts = checkpoints.get(id(pdir.log_dir), ({}, {}))
+        key = (pdir.topic, pdir.partition)
+        report = analyze_partition(pdir, high_watermark=hws.get(key),
+                                   log_start_offset=starts.get(key), options=options,
+                                   progress=progress)
+        result.partitions.append(report)
+        result.findings.extend(report.findings)
+    result.findings = rank(result.findings)
+    return result
