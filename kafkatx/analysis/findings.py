@@ -38,7 +38,7 @@ KINDS: dict[str, FindingKind] = {
     # Producer and transaction rules
     "sequence_gap": FindingKind(WARNING, "a producer's sequence numbers skip or go back"),
     "duplicate_batch": FindingKind(ERROR, "the same producer batch was written twice"),
-    "invalid_epoch": FindingKind(ERROR, "a write under an older epoch than the producer's: a zombie"),
+    "invalid_epoch": FindingKind(ERROR, "a write under a stale producer epoch: a zombie"),
     "invalid_txn_state": FindingKind(ERROR, "a non-transactional write inside a transaction"),
     "coordinator_epoch_regression": FindingKind(
         ERROR, "a marker from an older coordinator than an earlier marker"),
