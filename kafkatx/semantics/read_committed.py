@@ -1,8 +1,8 @@
 """What a read_committed consumer receives: Kafka's broker fetch bounds and client filtering.
 
 Broker side mirrors ``TransactionIndex#collectAbortedTxns`` and
-``LocalLog#collectAbortedTransactions`` (aborted transactions overlapping a fetch range, from the .txnindex of the segment holding the
-fetch offset and the segments after it, stopping once an entry's stored LSO reaches the upper
+``LocalLog#collectAbortedTransactions`` (aborted transactions overlapping a fetch range, from
+the .txnindex of the segment holding the fetch offset and the segments after it, stopping once an entry's stored LSO reaches the upper
 bound) and ``UnifiedLog#read`` (read_uncommitted reads up to the high watermark, read_committed
 up to the LSO). Client side mirrors ``CompletedFetch#nextFetchedRecord`` in Kafka's Java
 consumer: the aborted transactions of a fetch response in a queue ordered by first offset, a set

@@ -403,8 +403,8 @@ def _not_a_partition(path: Path) -> str:
 def _labels(paths: list[Path]) -> list[str]:
     """Each path below the deepest directory common to all (its own name when alone)."""
     absolute = [os.path.abspath(p) for p in paths]
-    if len(absolute) == 1:
-        return [Path(absolute[0]).name or absolute[0]]
+    if len(absolute) <= 1:
+        return [Path(a).name or a for a in absolute]
     common = os.path.commonpath(absolute)
     labels = []
     for a in absolute:
