@@ -2,8 +2,8 @@
 
 Broker side mirrors ``TransactionIndex#collectAbortedTxns`` and
 ``LocalLog#collectAbortedTransactions`` (aborted transactions overlapping a fetch range, from
-the .txnindex of the segment holding the fetch offset and the segments after it, stopping once an entry's stored LSO reaches the upper
-bound) and ``UnifiedLog#read`` (read_uncommitted reads up to the high watermark, read_committed
+the .txnindex of the segment holding the fetch offset and the segments after it, stopping
+once an entry's stored LSO reaches the upper bound) and ``UnifiedLog#read`` (read_uncommitted reads up to the high watermark, read_committed
 up to the LSO). Client side mirrors ``CompletedFetch#nextFetchedRecord`` in Kafka's Java
 consumer: the aborted transactions of a fetch response in a queue ordered by first offset, a set
 of aborted producer ids that an ABORT marker removes its producer from, control batches never
