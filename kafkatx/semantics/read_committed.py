@@ -1,13 +1,14 @@
 """What a read_committed consumer receives: Kafka's broker fetch bounds and client filtering.
 
 Broker side mirrors ``TransactionIndex#collectAbortedTxns`` and
-``LocalLog#collectAbortedTransactions`` (aborted transactions overlapping a fetch range, from
-the .txnindex of the segment holding the fetch offset and the segments after it, stopping
-once an entry's stored LSO reaches the upper bound) and ``UnifiedLog#read`` (read_uncommitted reads up to the high watermark, read_committed
-up to the LSO). Client side mirrors ``CompletedFetch#nextFetchedRecord`` in Kafka's Java
-consumer: the aborted transactions of a fetch response in a queue ordered by first offset, a set
-of aborted producer ids that an ABORT marker removes its producer from, control batches never
-returned. Pure: the offline replay, the Spark engine and ``kafkatx serve``'s Fetch share it.
+``LocalLog#collectAbortedTransactions`` (the aborted transactions overlapping a fetch range,
+taken from the .txnindex of the segment holding the fetch offset and of the segments after it,
+stopping once an entry's stored LSO reaches the upper bound) and ``UnifiedLog#read``
+(read_uncommitted reads up to the high watermark, read_committed up to the LSO). Client side
+mirrors ``CompletedFetch#nextFetchedRecord`` in Kafka's Java consumer: the aborted transactions
+of a fetch response in a queue ordered by first offset, a set of aborted producer ids that an
+ABORT marker removes its producer from, control batches never returned. Pure: the offline
+replay, the Spark engine and ``kafkatx serve``'s Fetch share it.
 """
 
 from __future__ import annotations
