@@ -50,6 +50,17 @@ KINDS: dict[str, FindingKind] = {
     "lso_pinned": FindingKind(ERROR, "an open transaction older than its timeout holds the LSO"),
     "high_watermark_beyond_log_end": FindingKind(
         WARNING, "the checkpointed high watermark is above the log end offset"),
+    # The transaction coordinator (__transaction_state)
+    "invalid_coordinator_record": FindingKind(
+        ERROR, "a __transaction_state record that does not decode or Kafka would not write"),
+    "invalid_state_transition": FindingKind(
+        ERROR, "a transaction state change Kafka's coordinator would not make"),
+    "stuck_prepare": FindingKind(
+        WARNING, "PrepareCommit/PrepareAbort with no CompleteCommit/CompleteAbort after it"),
+    "epoch_exhaustion_risk": FindingKind(
+        WARNING, "a producer epoch near 32767, where Kafka must move to a new producer id"),
+    "wrong_coordinator_partition": FindingKind(
+        WARNING, "a transactional id in a partition partitionFor does not pick for it"),
 }
 
 

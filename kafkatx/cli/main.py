@@ -9,6 +9,11 @@ import click
 
 from kafkatx import __version__
 from kafkatx.cli.dump_cmd import dump_command
+from kafkatx.cli.inspect_cmd import inspect_command
+from kafkatx.cli.lso_cmd import lso_command
+from kafkatx.cli.replay_cmd import replay_command
+from kafkatx.cli.txn_partition_cmd import txn_partition_command
+from kafkatx.cli.verify_cmd import verify_command
 from kafkatx.errors import KafkatxError
 
 EXIT_UNREADABLE = 1
@@ -30,6 +35,11 @@ def cli(ctx: click.Context, verbose: int) -> None:
 
 
 cli.add_command(dump_command)
+cli.add_command(lso_command)
+cli.add_command(inspect_command)
+cli.add_command(verify_command)
+cli.add_command(replay_command)
+cli.add_command(txn_partition_command)
 
 
 def main(argv: list[str] | None = None) -> None:

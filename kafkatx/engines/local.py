@@ -27,9 +27,11 @@ from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
 from kafkatx.formats.offset_index import read_offset_index
+from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.producer_snapshot import read_producer_snapshot
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import read_time_index
+from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import read_txn_index
 from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.storage.discovery import (
@@ -135,11 +137,15 @@ def analyze_partition(
             ctx.offset_index = read_offset_index(raw, base_offset=seg.base_offset,
                                                  path=str(seg.index))
             ctx.offset_index_path = str(seg.index)
+            ctx.offset_index_sanity = tuple(offset_index_sanity(
+                raw, base_offset=seg.base_offset, path=str(seg.index)))
         raw = _read_small(seg.timeindex)
         if raw is not None:
             ctx.time_index = read_time_index(raw, base_offset=seg.base_offset,
                                              path=str(seg.timeindex))
             ctx.time_index_path = str(seg.timeindex)
+            ctx.time_index_sanity = tuple(time_index_sanity(
+                raw, base_offset=seg.base_offset, path=str(seg.timeindex)))
         raw = _read_small(seg.txnindex)
         if raw is not None:
             ctx.txn_index = read_txn_index(raw, path=str(seg.txnindex), base_offset=seg.base_offset)
@@ -162,7 +168,7 @@ def analyze_partition(
         assert raw is not None
         snapshots.append(SnapshotFile(offset=off, path=str(path),
                                       snapshot=read_producer_snapshot(raw, path=str(path))))
-    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, leo)
+    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, lso_start, leo)
 
     stable = stable_offsets(replay.state, leo, high_watermark)
     pctx = PartitionContext(
@@ -209,13 +215,15 @@ def _longest(replay: ReplayResult) -> int | None:
 
 
 def _replay_from_snapshot(
-    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], leo: int
+    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], log_start: int, leo: int
 ) -> tuple[ReplayResult | None, int | None]:
-    """Rebuild as a restarting broker: newest loadable snapshot <= LEO, then the log tail.
+    """Rebuild as a restarting broker: newest loadable snapshot in (log start, LEO], then the
+    log tail (``ProducerStateManager#truncateAndReload`` deletes the snapshots outside that range).
 
     Producers are not expired on load (the broker's clock at restart is unknown offline).
     """
-    usable = [s for s in snapshots if s.offset <= leo and s.snapshot.loadable]
+    usable = [s for s in snapshots
+              if log_start < s.offset <= leo and s.snapshot.loadable]
     if not usable:
         return None, None
     snap = max(usable, key=lambda s: s.offset)

@@ -3,8 +3,8 @@
 A path may be a broker's ``log.dirs`` root, one partition directory, or a folder of copies from
 several brokers (searched ``MAX_SEARCH_DEPTH`` levels deep). Only directory listings
 (``os.scandir``) and ``stat`` calls are made here: nothing is opened, created or renamed. One
-listing per directory, one ``stat`` per ``.log`` file, so 10,000 partitions take well under a
-second.
+listing and one ``stat`` per directory, one ``stat`` per ``.log`` file: 10,000 partitions take
+well under a second.
 
 What counts as what mirrors the broker: a log dir's children are loaded like
 ``LogManager#loadLogsInDir`` does (every child directory except ``remote-log-index-cache`` must

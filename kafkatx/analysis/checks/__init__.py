@@ -17,6 +17,7 @@ from types import ModuleType
 
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay import ReplayResult, StableOffsets
+from kafkatx.errors import FormatError
 from kafkatx.formats.offset_index import OffsetIndexRead
 from kafkatx.formats.producer_snapshot import ProducerSnapshot
 from kafkatx.formats.segment_scan import SegmentScan
@@ -37,6 +38,9 @@ class SegmentContext:
     offset_index_path: str | None = None
     time_index: TimeIndexRead | None = None
     time_index_path: str | None = None
+    # What OffsetIndex#sanityCheck / TimeIndex#sanityCheck say about the files as they are on disk
+    offset_index_sanity: tuple[FormatError, ...] = ()
+    time_index_sanity: tuple[FormatError, ...] = ()
     txn_index: TxnIndexRead | None = None
     txn_index_path: str | None = None
     previous_last_offset: int | None = None  # last offset of the previous segment's last batch

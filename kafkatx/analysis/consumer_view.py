@@ -1,0 +1,349 @@
+"""Replay what a consumer received from one partition, record by record, and why.
+
+The partition is first rebuilt with the producer-state replay up to the chosen log end offset
+(``--as-of-offset``, default the whole log): that gives the LSO and the pinning transaction of
+that moment, and the aborted transactions rebuilt from ABORT markers. Then the consumer's fetches
+are replayed as Kafka's broker and Java client do them (:mod:`kafkatx.semantics.read_committed`):
+each fetch reads from one segment, bounded by the LSO (read_committed) or the high watermark,
+carries the aborted transactions the broker collects from the ``.txnindex`` files (or from the
+markers, with ``index_source="rebuild"``), and the client filters batch by batch. Memory stays
+bounded by one segment's header columns plus one batch's records plus the aborted set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkatx.analysis.replay import PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.errors import FormatError, KafkatxError
+from kafkatx.formats.record_batch import (
+    ControlType,
+    Record,
+    iter_records,
+    parse_header,
+    render_bytes,
+)
+from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
+from kafkatx.semantics.read_committed import (
+    AbortedTransaction,
+    Decision,
+    IsolationLevel,
+    ReadCommittedFilter,
+    collect_aborted_transactions,
+    max_fetch_offset,
+)
+from kafkatx.storage.discovery import PartitionDir
+from kafkatx.storage.files import open_bytes
+
+VISIBLE = None
+ABORTED = "aborted"
+BEYOND_LSO = "beyond_lso"
+BEYOND_HW = "beyond_high_watermark"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayedRecord:
+    record: Record
+    producer_id: int
+    producer_epoch: int
+    is_transactional: bool
+    visible: bool
+    reason: str | None = None  # aborted | beyond_lso | beyond_high_watermark
+    abort_marker_offset: int | None = None
+    transaction_first_offset: int | None = None  # of the aborted transaction
+    pinned_by: tuple[int, int] | None = None  # (producer id, first offset) holding the LSO
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``kafkatx replay --format jsonl`` contract for one record."""
+        out = {"offset": self.record.offset, "timestamp": self.record.timestamp,
+               "producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
+        out.update(render_bytes("key", self.record.key))
+        out.update(render_bytes("value", self.record.value))
+        out["headers"] = [{"key": k, **render_bytes("value", v)} for k, v in self.record.headers]
+        out["visible"] = self.visible
+        if not self.visible:
+            out["reason"] = self.reason
+            if self.reason == ABORTED:
+                out["abort_marker_offset"] = self.abort_marker_offset
+                out["transaction_first_offset"] = self.transaction_first_offset
+            elif self.reason == BEYOND_LSO and self.pinned_by is not None:
+                out["pinned_by"] = {"producer_id": self.pinned_by[0],
+                                    "first_offset": self.pinned_by[1]}
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsumerView:
+    """The moment replayed: offsets that bound the fetch, and the aborted set used."""
+
+    topic: str
+    partition: int
+    isolation: IsolationLevel
+    log_end_offset: int
+    high_watermark: int
+    high_watermark_source: str  # checkpoint | log_end_offset | as_of_offset
+    last_stable_offset: int
+    lso_source: str
+    index_source: str
+    aborted: list[AbortedTxnEntry] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)  # .txnindex vs markers
+    notes: list[str] = field(default_factory=list)
+    pinning: tuple[int, int, int] | None = None  # (producer id, epoch, first offset)
+
+
+def _scan(path: Path) -> SegmentScan:
+    with open_bytes(path) as data:
+        return scan_segment(data, path=str(path))
+
+
+def prepare(
+    pdir: PartitionDir,
+    *,
+    isolation: IsolationLevel,
+    high_watermark: int | None,
+    as_of_offset: int | None = None,
+    index_source: str = "file",
+) -> ConsumerView:
+    """Rebuild the partition up to ``as_of_offset`` and decide the fetch bounds and aborted set."""
+    replayer = PartitionReplayer()
+    notes: list[str] = []
+    end_cut = as_of_offset
+    for seg in pdir.segments:
+        if seg.log is None:
+            continue
+        if end_cut is not None and seg.base_offset >= end_cut:
+            break
+        scan = _scan(seg.log)
+        if end_cut is not None:
+            scan = _truncate_scan(scan, end_cut)
+        replayer.feed(scan)
+    replay: ReplayResult = replayer.result
+    leo = replay.log_end_offset
+    if as_of_offset is not None and leo != as_of_offset:
+        notes.append(f"--as-of-offset {as_of_offset} is not a batch boundary or lies beyond the "
+                     f"log: replayed the log as it stood at log end offset {leo}")
+    if as_of_offset is not None:
+        hw = leo if high_watermark is None else min(high_watermark, leo)
+        hw_source = "as_of_offset" if high_watermark is None or high_watermark >= leo \
+            else "checkpoint"
+    else:
+        hw = leo if high_watermark is None else high_watermark
+        hw_source = "log_end_offset" if high_watermark is None else "checkpoint"
+        if high_watermark is None:
+            notes.append("no high watermark checkpoint for this partition: the log end offset is "
+                         "used as the high watermark")
+    stable = stable_offsets(replay.state, leo, hw)
+    rebuilt = [AbortedTxnEntry(producer_id=a.producer_id, first_offset=a.first_offset,
+                               last_offset=a.last_offset, last_stable_offset=a.last_stable_offset)
+               for a in replay.expected_aborted]
+    from_files = _txn_index_entries(pdir, leo)
+    disagreements = _compare(from_files, rebuilt)
+    aborted = rebuilt if index_source == "rebuild" else from_files
+    pinning = None
+    first_unstable = replay.state.first_unstable_offset()
+    if first_unstable is not None and first_unstable < hw:
+        for txn in replay.transactions:
+            if txn.first_offset == first_unstable:
+                pinning = (txn.producer_id, txn.producer_epoch, txn.first_offset)
+    if index_source == "file" and disagreements:
+        notes.append("the .txnindex files and the ABORT markers disagree (below): this replay "
+                     "follows the files, as the broker did; --index-source rebuild follows the "
+                     "markers")
+    return ConsumerView(
+        topic=pdir.topic, partition=pdir.partition, isolation=isolation, log_end_offset=leo,
+        high_watermark=hw, high_watermark_source=hw_source,
+        last_stable_offset=stable.last_stable_offset, lso_source=stable.lso_source,
+        index_source=index_source, aborted=aborted, disagreements=disagreements, notes=notes,
+        pinning=pinning,
+    )
+
+
+def _truncate_scan(scan: SegmentScan, end: int) -> SegmentScan:
+    """Only the batches that lie wholly below ``end`` (the log as it stood then)."""
+    keep = scan.headers.last_offset < end
+    if keep.all():
+        return scan
+    from kafkatx.formats.batchscan import HeaderColumns
+
+    h = scan.headers
+    cols = HeaderColumns(**{name: getattr(h, name)[keep] for name in HeaderColumns.COLUMNS})
+    return SegmentScan(path=scan.path, headers=cols, control_type=scan.control_type[keep],
+                       coordinator_epoch=scan.coordinator_epoch[keep], problems=scan.problems,
+                       size=scan.size)
+
+
+def _txn_index_entries(pdir: PartitionDir, leo: int) -> list[AbortedTxnEntry]:
+    out: list[AbortedTxnEntry] = []
+    for seg in pdir.segments:
+        if seg.txnindex is None:
+            continue
+        with open_bytes(seg.txnindex) as data:
+            read = read_txn_index(bytes(data), path=str(seg.txnindex), base_offset=seg.base_offset)
+        # An entry is written when its ABORT marker is appended: later ones did not exist yet.
+        out.extend(e for e in read.entries if e.last_offset < leo)
+    return out
+
+
+def _key(e: AbortedTxnEntry) -> tuple[int, int, int]:
+    return (e.producer_id, e.first_offset, e.last_offset)
+
+
+def _compare(files: list[AbortedTxnEntry], rebuilt: list[AbortedTxnEntry]) -> list[str]:
+    out = []
+    f = {_key(e): e for e in files}
+    r = {_key(e): e for e in rebuilt}
+    for k in sorted(r.keys() - f.keys(), key=lambda x: x[2]):
+        out.append(f"the ABORT marker at offset {k[2]} (producer {k[0]}, transaction from "
+                   f"{k[1]}) has no .txnindex entry: a read_committed consumer of this broker "
+                   "would receive that aborted data")
+    for k in sorted(f.keys() - r.keys(), key=lambda x: x[2]):
+        out.append(f".txnindex entry (producer {k[0]}, {k[1]}..{k[2]}) matches no ABORT marker in "
+                   "the log: a read_committed consumer would skip that producer's data")
+    return out
+
+
+def replay_records(
+    pdir: PartitionDir,
+    view: ConsumerView,
+    *,
+    from_offset: int | None = None,
+    to_offset: int | None = None,
+    show_hidden: bool = False,
+    on_problem: Callable[[str], None] | None = None,
+) -> Iterator[ReplayedRecord]:
+    """The consumer's fetches, segment by segment, as records with their visibility."""
+    max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
+    segments = [s for s in pdir.segments if s.log is not None]
+    txn_by_segment = _by_segment([s.base_offset for s in segments], view.aborted)
+    marker_of = {(e.producer_id, e.first_offset): e.last_offset for e in view.aborted}
+    start = from_offset if from_offset is not None else (segments[0].base_offset if segments else 0)
+    fetch_offset = start
+    for i, seg in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if next_base is not None and next_base <= fetch_offset:
+            continue
+        if seg.base_offset >= view.log_end_offset:
+            break
+        upper_bound = next_base if next_base is not None else view.log_end_offset
+        aborted = collect_aborted_transactions(txn_by_segment, fetch_offset, upper_bound)
+        if view.isolation != IsolationLevel.READ_COMMITTED:
+            aborted = []
+        flt = ReadCommittedFilter(aborted, view.isolation)
+        aborted_firsts: dict[int, list[int]] = {}
+        for a in sorted(aborted):
+            aborted_firsts.setdefault(a.producer_id, []).append(a.first_offset)
+        assert seg.log is not None
+        with open_bytes(seg.log) as data:
+            scan = scan_segment(data, path=str(seg.log))
+            h = scan.headers
+            for j in range(len(h)):
+                last = int(h.last_offset[j])
+                base = int(h.base_offset[j])
+                if last < fetch_offset or base >= view.log_end_offset:
+                    continue
+                if to_offset is not None and base > to_offset:
+                    return
+                magic = int(h.magic[j])
+                pid = int(h.producer_id[j])
+                is_ctl = bool(h.is_control[j])
+                is_txn = bool(h.is_transactional[j])
+                beyond = base >= max_offset
+                if beyond and not show_hidden:
+                    return
+                decision = Decision.DELIVER
+                if not beyond:
+                    decision = flt.decide(
+                        producer_id=pid, is_transactional=is_txn, is_control=is_ctl,
+                        last_offset=last,
+                        is_abort_marker=is_ctl and int(scan.control_type[j]) == ControlType.ABORT)
+                if is_ctl or decision == Decision.CONTROL:
+                    continue
+                if decision == Decision.ABORTED and not show_hidden:
+                    continue
+                if magic < 2:
+                    records = _legacy_records(data, int(h.position[j]), str(seg.log))
+                else:
+                    try:
+                        header = parse_header(data, int(h.position[j]), path=str(seg.log))
+                        records = list(iter_records(data, int(h.position[j]), header,
+                                                    path=str(seg.log)))
+                    except FormatError as exc:
+                        if on_problem is not None:
+                            on_problem(str(exc))
+                        continue
+                epoch = int(h.producer_epoch[j])
+                for rec in records:
+                    if rec.offset < fetch_offset or rec.offset < start:
+                        continue
+                    if to_offset is not None and rec.offset > to_offset:
+                        return
+                    first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
+                                default=None)
+                    yield _classify(rec, pid, epoch, is_txn, decision, beyond, view,
+                                    marker_of.get((pid, first if first is not None else -1)),
+                                    first)
+            del scan
+        fetch_offset = max(fetch_offset, upper_bound)
+
+
+def _classify(rec: Record, pid: int, epoch: int, is_txn: bool, decision: Decision, beyond: bool,
+              view: ConsumerView, marker: int | None, txn_first: int | None) -> ReplayedRecord:
+    if beyond:
+        rc = view.isolation == IsolationLevel.READ_COMMITTED
+        if rc and rec.offset < view.high_watermark:
+            return ReplayedRecord(record=rec, producer_id=pid, producer_epoch=epoch,
+                                  is_transactional=is_txn, visible=False, reason=BEYOND_LSO,
+                                  pinned_by=None if view.pinning is None
+                                  else (view.pinning[0], view.pinning[2]))
+        return ReplayedRecord(record=rec, producer_id=pid, producer_epoch=epoch,
+                              is_transactional=is_txn, visible=False, reason=BEYOND_HW)
+    if decision == Decision.ABORTED:
+        return ReplayedRecord(record=rec, producer_id=pid, producer_epoch=epoch,
+                              is_transactional=is_txn, visible=False, reason=ABORTED,
+                              abort_marker_offset=marker, transaction_first_offset=txn_first)
+    return ReplayedRecord(record=rec, producer_id=pid, producer_epoch=epoch,
+                          is_transactional=is_txn, visible=True)
+
+
+def _legacy_records(data: bytes, position: int, path: str) -> list[Record]:
+    from kafkatx.formats.legacy_message import parse_legacy_entry
+
+    try:
+        entry = parse_legacy_entry(data, position, path=path)
+    except FormatError:
+        return []
+    msgs = entry.inner or (entry.message,)
+    return [Record(offset=m.offset, timestamp=m.effective_timestamp, key=m.key, value=m.value)
+            for m in msgs]
+
+
+def _by_segment(bases: list[int], entries: list[AbortedTxnEntry]
+                ) -> list[tuple[int, list[AbortedTxnEntry]]]:
+    """Aborted entries grouped under the segment holding their marker, as .txnindex files are."""
+    import bisect
+
+    out: list[tuple[int, list[AbortedTxnEntry]]] = [(b, []) for b in bases]
+    for e in sorted(entries, key=lambda x: x.last_offset):
+        i = max(bisect.bisect_right(bases, e.last_offset) - 1, 0)
+        if out:
+            out[i][1].append(e)
+    return out
+
+
+def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: int
+                   ) -> PartitionDir:
+    matches = [p for p in partitions if p.topic == topic and p.partition == partition]
+    if not matches:
+        raise KafkatxError(f"no partition {topic}-{partition} under the given paths")
+    if len(matches) > 1:
+        where = ", ".join(str(p.path) for p in matches)
+        raise KafkatxError(f"{topic}-{partition} is in several log dirs ({where}); give the one "
+                           "to replay as PATH")
+    return matches[0]
+
+
+__all__ = ["AbortedTransaction", "ConsumerView", "ReplayedRecord", "find_partition", "prepare",
+           "replay_records"]

@@ -1,0 +1,158 @@
+"""Options shared by the analysis commands (``lso``, ``inspect``, ``verify``) and their common run:
+discovery with clear errors for paths holding no Kafka data, the progress bar, the manifest."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kafkatx.cli.output import stderr_console
+from kafkatx.cli.progress import ScanProgress
+from kafkatx.engines.local import AnalysisOptions, Inspection, inspect_paths
+from kafkatx.errors import KafkatxError
+from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, discover
+from kafkatx.storage.manifest import Manifest, recording
+
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
+_EARLIEST_PLAUSIBLE_MS = 10**11  # 1973: smaller "epoch ms" values are seconds given by mistake
+
+
+class NowParam(click.ParamType):
+    """``--now``: ISO-8601 (``Z``/offset; naive means UTC) or epoch milliseconds -> epoch ms."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdigit():
+            ms = int(text)
+            if ms < _EARLIEST_PLAUSIBLE_MS:
+                self.fail(f"{text!r} is before 1973 as epoch milliseconds; did you give seconds? "
+                          f"(use {ms * 1000})", param, ctx)
+            return ms
+        try:
+            when = dt.datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{text!r} is neither ISO-8601 (e.g. 2025-11-21T05:00:00Z) nor epoch "
+                      "milliseconds", param, ctx)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return int(when.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalysisCliOptions:
+    now_ms: int | None = None
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    manifest: Path | None = None
+
+    @property
+    def engine_options(self) -> AnalysisOptions:
+        return AnalysisOptions(now_ms=self.now_ms,
+                               transaction_timeout_ms=self.transaction_timeout_ms)
+
+
+_OPTIONS = (
+    click.option("--now", type=NowParam(), default=None,
+                 help="The time to measure transaction ages against: ISO-8601 (UTC when no "
+                      "offset is given) or epoch milliseconds. Default: the newest timestamp "
+                      "in each partition's log (the copy may be old)."),
+    click.option("--transaction-timeout-ms", type=click.IntRange(min=1),
+                 default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
+                 help="The producers' transaction.timeout.ms (the producer default is 60000): "
+                      "an open transaction older than this is reported as lso_pinned."),
+    click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 metavar="FILE",
+                 help="Also write a SHA-256 manifest (sha256sum format) of every file read to "
+                      "FILE, which must lie outside the inspected paths."),
+)
+
+
+def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--now``, ``--transaction-timeout-ms`` and ``--manifest``; the command receives them
+    as one ``analysis: AnalysisCliOptions`` keyword."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
+                manifest: Path | None, **kwargs: Any) -> Any:
+        opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
+                                  manifest=manifest)
+        return f(*args, analysis=opts, **kwargs)
+
+    for option in reversed(_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _found_dirs(disc: Discovery) -> list[str]:
+    found = [os.path.realpath(d.path) for d in disc.log_dirs]
+    found += [os.path.realpath(p.path) for d in disc.log_dirs for p in d.partitions]
+    found += [os.path.realpath(p.path) for p in disc.bare_partitions]
+    return found
+
+
+def _holds_data(path: str, found: list[str]) -> bool:
+    root = os.path.realpath(path)
+    return any(f == root or f.startswith(root.rstrip(os.sep) + os.sep) for f in found)
+
+
+def discover_or_fail(paths: Sequence[str]) -> Discovery:
+    """Discover ``paths``; a path that is missing or holds no Kafka data is an error (exit 1)."""
+    disc = discover(paths)  # raises UnreadableFileError for a missing path / not a directory
+    found = _found_dirs(disc)
+    empty = [p for p in paths if not _holds_data(p, found)]
+    if empty:
+        names = ", ".join(empty)
+        raise KafkatxError(
+            f"no Kafka data in {names}: looked for a broker log dir (meta.properties or "
+            "*-offset-checkpoint files beside <topic>-<partition> dirs) or a partition dir "
+            f"(<topic>-<partition> holding <offset>.log/.index/.snapshot files), up to "
+            f"{MAX_SEARCH_DEPTH} levels deep")
+    return disc
+
+
+def scan_bytes(disc: Discovery) -> int:
+    """Bytes of the live segments the engine will scan (the progress bar's total)."""
+    return sum(s.log_size for p in disc.all_partitions() for s in p.segments)
+
+
+def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspection:
+    """Discover, scan with a progress bar (a TTY only), record and write the manifest."""
+    if not paths:
+        raise click.UsageError("give at least one PATH")
+    manifest = None
+    if options.manifest is not None:
+        manifest = Manifest(roots=paths)
+        try:
+            manifest.check_target(options.manifest)
+        except KafkatxError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--manifest'") from None
+        parent = options.manifest.parent
+        if not parent.is_dir():
+            raise click.BadParameter(f"{parent} is not a directory", param_hint="'--manifest'")
+    disc = discover_or_fail(paths)
+    with ScanProgress(scan_bytes(disc)) as bar:
+        if manifest is None:
+            result = inspect_paths(paths, options=options.engine_options, progress=bar.advance,
+                                   on_partition=bar.partition)
+        else:
+            with recording(manifest):
+                result = inspect_paths(paths, options=options.engine_options,
+                                       progress=bar.advance, on_partition=bar.partition)
+    if manifest is not None and options.manifest is not None:
+        target = manifest.write(options.manifest)
+        err = stderr_console()
+        err.print(f"manifest of {len(manifest)} file(s) read written to {target}", markup=False)
+        for path in manifest.changed_paths():
+            err.print(f"kafkatx: warning: {path} changed while it was being read", markup=False)
+    return result

@@ -1,0 +1,162 @@
+"""``kafkatx inspect``: the one-screen incident overview of one or many copied log dirs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
+from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.lso_cmd import (
+    duration,
+    human_size,
+    lso_table,
+    newest_timestamp,
+    oldest_timestamp,
+    print_problems,
+    sorted_reports,
+    table_footer,
+)
+from kafkatx.cli.output import format_option, iso_ms, stdout_console
+from kafkatx.engines.local import Inspection
+
+PER_KIND = 10  # findings shown per kind in tables without --all
+SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "cyan"}
+
+
+def _where(f: Finding) -> str:
+    if f.topic is None:
+        return "-"
+    return f.topic if f.partition is None else f"{f.topic}-{f.partition}"
+
+
+def finding_lines(f: Finding) -> list[str]:
+    """``severity kind topic-partition offset N: message (location)``, then the remediation."""
+    style = SEVERITY_STYLE.get(f.level, "")
+    head = f"[{style}]{f.level:<7}[/] [bold]{escape(f.kind)}[/] {escape(_where(f))}"
+    if f.offset is not None:
+        head += f" offset {f.offset}"
+    head += f": {escape(f.message)}"
+    if f.location:
+        head += f" [dim]({escape(f.location)})[/]"
+    lines = [head]
+    if f.remediation:
+        lines.append(f"        [green]remediation:[/] {escape(f.remediation)}")
+    return lines
+
+
+def render_findings(findings: Sequence[Finding], out: Console, *, show_all: bool) -> None:
+    """Ranked findings, at most ``PER_KIND`` of each kind unless ``show_all``; then what each
+    kind means."""
+    if not findings:
+        out.print("no findings", style="green")
+        return
+    shown: Counter[str] = Counter()
+    for f in findings:
+        shown[f.kind] += 1
+        if not show_all and shown[f.kind] > PER_KIND:
+            continue
+        for line in finding_lines(f):
+            out.print(line, highlight=False, soft_wrap=True)
+    hidden = {k: n - PER_KIND for k, n in shown.items() if not show_all and n > PER_KIND}
+    for kind, n in hidden.items():
+        out.print(f"(+{n} more {escape(kind)}; --all shows every finding)", style="dim")
+    out.print()
+    for kind in shown:
+        meaning = KINDS[kind].explanation if kind in KINDS else ""
+        out.print(f"[dim]{escape(kind)}: {escape(meaning)}[/]", highlight=False)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    """``N errors, M warnings, K info``."""
+    return (f"{plural(counts[ERROR], 'error')}, {plural(counts[WARNING], 'warning')}, "
+            f"{counts[INFO]} info")
+
+
+def severity_counts(findings: Sequence[Finding]) -> dict[str, int]:
+    counts = Counter(f.level for f in findings)
+    return {ERROR: counts[ERROR], WARNING: counts[WARNING], INFO: counts[INFO]}
+
+
+def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
+    disc = result.discovery
+    reports = result.partitions
+    out.print(f"[bold]kafkatx inspect[/] {escape(' '.join(paths))}", highlight=False)
+    if disc is not None:
+        dirs = [f"{escape(d.label)} ({escape(str(d.path))}"
+                + (", clean shutdown" if d.clean_shutdown else "")
+                + ("" if d.checkpoints else ", no checkpoint files") + ")"
+                for d in disc.log_dirs]
+        if disc.bare_partitions:
+            dirs.append(f"{len(disc.bare_partitions)} partition dir(s) given on their own")
+        out.print(f"log dirs: {'; '.join(dirs) or '-'}", highlight=False)
+        inactive = disc.inactive_partitions()
+        if inactive:
+            names = ", ".join(f"{p.name} ({p.state})" for p in inactive[:5])
+            more = f" and {len(inactive) - 5} more" if len(inactive) > 5 else ""
+            out.print(f"kept apart (not analyzed): {escape(names)}{more}", highlight=False)
+    segments = sum(r.segments for r in reports)
+    line = (f"partitions: {len(reports)}, segments: {segments}, "
+            f"size: {human_size(sum(r.size_bytes for r in reports))}")
+    firsts = [t for t in map(oldest_timestamp, reports) if t is not None]
+    lasts = [t for t in map(newest_timestamp, reports) if t is not None]
+    if firsts and lasts:
+        line += (f", data from {iso_ms(min(firsts))} to {iso_ms(max(lasts))} "
+                 f"({duration(max(lasts) - min(firsts))})")
+    out.print(line, highlight=False)
+
+
+def inactive_dicts(result: Inspection) -> list[dict[str, object]]:
+    if result.discovery is None:
+        return []
+    return [{"topic": p.topic, "partition": p.partition, "state": p.state, "path": str(p.path)}
+            for p in result.discovery.inactive_partitions()]
+
+
+@click.command("inspect")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@analysis_options
+@click.option("--all", "show_all", is_flag=True,
+              help=f"Show every finding (tables show the first {PER_KIND} of each kind).")
+@format_option(("table", "json"))
+def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
+                    analysis: AnalysisCliOptions) -> None:
+    """The incident overview: partitions, transactions, LSO vs HW, and findings by severity.
+
+    PATH may be a broker's log dir, a partition dir, or a folder of copies from several
+    brokers. Every partition's producer state is rebuilt as the broker does, every file is
+    cross-checked, and findings are ranked (errors, warnings, info), each with its location and,
+    where Kafka has one, the command an operator would run. Exit status 0 whatever is found
+    (see `kafkatx verify` for a pass/fail status).
+    """
+    result = run_inspection(paths, analysis)
+    reports = sorted_reports(result.partitions)
+    if fmt == "json":
+        doc = {"partitions": [r.to_dict() for r in reports],
+               "findings": [f.to_dict() for f in result.findings],
+               "problems": list(result.problems),
+               "inactive_partitions": inactive_dicts(result)}
+        sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        return
+    print_problems(result)
+    out = stdout_console()
+    _header(result, paths, out)
+    if reports:
+        out.print()
+        out.print(lso_table(reports, now_ms=analysis.now_ms, with_counts=True))
+        table_footer(reports, out)
+    out.print()
+    counts = severity_counts(result.findings)
+    out.print(f"[bold]findings[/] ({summary_text(counts)})", highlight=False)
+    render_findings(result.findings, out, show_all=show_all)

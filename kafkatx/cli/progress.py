@@ -1,0 +1,86 @@
+"""A scan progress bar on stderr: only on a terminal, and only once a scan takes a moment."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from kafkatx.storage.discovery import PartitionDir
+
+SHOW_AFTER_S = 0.5  # quick scans finish before the bar would appear
+
+
+class ScanProgress:
+    """Bytes of segments scanned out of ``total``; a context manager.
+
+    ``advance`` and ``partition`` fit the engine's ``progress`` and ``on_partition`` callbacks.
+    Nothing is drawn unless ``enabled`` (default: stderr is a TTY) and ``delay_s`` has passed;
+    the bar is transient (erased when done).
+    """
+
+    def __init__(self, total: int, *, console: Console | None = None,
+                 enabled: bool | None = None, delay_s: float = SHOW_AFTER_S) -> None:
+        self.total = total
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.delay_s = delay_s
+        self.done = 0
+        self._console = console
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        self._started_at = time.monotonic()
+        self._label = ""
+
+    def __enter__(self) -> ScanProgress:
+        self._started_at = time.monotonic()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        self._update()
+
+    def partition(self, pdir: PartitionDir) -> None:
+        self._label = escape(pdir.name)
+        self._update()
+
+    @property
+    def shown(self) -> bool:
+        return self._progress is not None
+
+    def _update(self) -> None:
+        if self._progress is None:
+            if not self.enabled or time.monotonic() - self._started_at < self.delay_s:
+                return
+            self._start()
+        assert self._progress is not None and self._task is not None
+        self._progress.update(self._task, completed=min(self.done, self.total),
+                              description=self._label)
+
+    def _start(self) -> None:
+        console = self._console or Console(file=sys.stderr)
+        self._progress = Progress(
+            TextColumn("scanning [bold]{task.description}", markup=True),
+            BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+            console=console, transient=True,
+        )
+        self._task = self._progress.add_task(self._label, total=max(self.total, 1),
+                                             completed=min(self.done, self.total))
+        self._progress.start()

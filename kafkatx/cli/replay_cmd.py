@@ -1,0 +1,229 @@
+"""``kafkatx replay``: what a consumer of one partition received, record by record, and why."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import click
+from rich.table import Table
+
+from kafkatx.analysis.consumer_view import (
+    ABORTED,
+    BEYOND_HW,
+    ConsumerView,
+    ReplayedRecord,
+    find_partition,
+    prepare,
+    replay_records,
+)
+from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.semantics.read_committed import IsolationLevel
+from kafkatx.storage.discovery import discover, high_watermarks
+
+CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
+               "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
+               "transaction_first_offset", "pinned_by_producer_id", "pinned_by_first_offset")
+
+
+@click.command("replay")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--topic", required=True, help="Topic of the partition to replay.")
+@click.option("--partition", "partition", type=int, required=True, help="Partition number.")
+@click.option("--isolation", type=click.Choice(["read_committed", "read_uncommitted"]),
+              default="read_committed", show_default=True, help="The consumer's isolation.level.")
+@click.option("--from-offset", type=int, help="Where the consumer starts fetching "
+              "(default: the log start; may fall inside a batch).")
+@click.option("--to-offset", type=int, help="Stop after this offset.")
+@click.option("--as-of-offset", type=int, help="Replay the partition as it stood when its log "
+              "end offset was N: the LSO and aborted set of that moment.")
+@click.option("--show-hidden", is_flag=True, help="Also list the records the consumer did not "
+              "get, with the reason (aborted, beyond_lso, beyond_high_watermark).")
+@click.option("--records", is_flag=True, help="Show keys, values and headers in the table "
+              "(jsonl/csv always carry them).")
+@click.option("--index-source", type=click.Choice(["file", "rebuild"]), default="file",
+              show_default=True, help="Aborted transactions from the .txnindex files (what the "
+              "broker used) or rebuilt from the ABORT markers in the log.")
+@click.option("--diff", is_flag=True, help="Only the records read_uncommitted sees and "
+              "read_committed does not, grouped by transaction, with counts per reason.")
+@format_option(("table", "jsonl", "csv"))
+def replay_command(
+    paths: tuple[str, ...], topic: str, partition: int, isolation: str, from_offset: int | None,
+    to_offset: int | None, as_of_offset: int | None, show_hidden: bool, records: bool,
+    index_source: str, diff: bool, fmt: str,
+) -> None:
+    """Replay what a consumer of one partition received, as Kafka's broker and client decide it.
+
+    Default: the visible data records in offset order. The consumer's fetches are replayed
+    segment by segment: bounded by the LSO (read_committed) or the high watermark, with the
+    aborted transactions the broker collects from the .txnindex files and the Java client's
+    filtering of aborted batches and control records.
+    """
+    err = stderr_console()
+    disc = discover(paths)
+    pdir = find_partition(disc.all_partitions(), topic, partition)
+    hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
+    level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
+    view = prepare(pdir, isolation=level, high_watermark=hw, as_of_offset=as_of_offset,
+                   index_source=index_source)
+    _print_header(err, view)
+    problems: list[str] = []
+    items = replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
+                           show_hidden=show_hidden or diff, on_problem=problems.append)
+    if diff:
+        _render_diff((r for r in items if not r.visible and r.reason != BEYOND_HW), fmt)
+    elif fmt == "jsonl":
+        writer = JsonWriter(sys.stdout, array=False)
+        for r in items:
+            writer.write(r.to_dict())
+        writer.close()
+    elif fmt == "csv":
+        _render_csv(items)
+    else:
+        _render_table(items, records=records)
+    for p in problems:
+        err.print(f"kafkatx: problem: {p}", markup=False)
+
+
+def _print_header(err: Any, view: ConsumerView) -> None:
+    pin = f" ({view.lso_source})"
+    if view.pinning is not None:
+        kind = "open" if view.lso_source == "open_transaction" else "unreplicated"
+        pid, epoch, first = view.pinning
+        pin = (f", held by the {kind} transaction of producer {pid} epoch {epoch} "
+               f"from offset {first}")
+    source = ".txnindex files" if view.index_source == "file" else "ABORT markers"
+    err.print(f"{view.topic}-{view.partition} {view.isolation.value}: log end offset "
+              f"{view.log_end_offset}, high watermark {view.high_watermark} "
+              f"({view.high_watermark_source}), last stable offset {view.last_stable_offset}"
+              f"{pin}; {len(view.aborted)} aborted transaction(s) from "
+              f"{source}", markup=False, highlight=False)
+    for note in view.notes:
+        err.print(f"note: {note}", markup=False)
+    for d in view.disagreements:
+        err.print(f"finding: txnindex_mismatch: {d}", markup=False)
+
+
+def _render_csv(items: Iterable[ReplayedRecord]) -> None:
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in items:
+        d = r.to_dict()
+        pin = d.get("pinned_by") or {}
+        w.writerow([d["offset"], d["timestamp"], d["producer_id"], d["producer_epoch"],
+                    "" if d["key"] is None else d["key"], d.get("key_encoding", ""),
+                    "" if d["value"] is None else d["value"], d.get("value_encoding", ""),
+                    json.dumps(d["headers"], ensure_ascii=False), str(d["visible"]).lower(),
+                    d.get("reason", ""), _blank(d.get("abort_marker_offset")),
+                    _blank(d.get("transaction_first_offset")), _blank(pin.get("producer_id")),
+                    _blank(pin.get("first_offset"))])
+
+
+def _blank(v: Any) -> Any:
+    return "" if v is None else v
+
+
+def _short(v: Any, width: int) -> str:
+    s = "null" if v is None else str(v)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _status(r: ReplayedRecord) -> str:
+    if r.visible:
+        return "[green]visible[/]"
+    if r.reason == ABORTED:
+        return f"[red]aborted[/] (marker {r.abort_marker_offset})"
+    if r.reason == BEYOND_HW:
+        return "[dim]beyond HW[/]"
+    pin = f" (pinned by {r.pinned_by[0]}@{r.pinned_by[1]})" if r.pinned_by else ""
+    return f"[yellow]beyond LSO[/]{pin}"
+
+
+def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
+    out = stdout_console()
+    count = 0
+
+    def new_table() -> Table:
+        t = Table(box=None, pad_edge=False, header_style="bold", show_header=count == 0,
+                  padding=(0, 2, 0, 0))
+        for name, justify in (("offset", "right"), ("timestamp (UTC)", "left"),
+                              ("pid/epoch", "right"), ("status", "left")):
+            t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        if records:
+            t.add_column("key", overflow="fold")
+            t.add_column("value", overflow="fold")
+            t.add_column("headers", overflow="fold")
+        return t
+
+    table = new_table()
+    for r in items:
+        d = r.to_dict()
+        pid = "-" if r.producer_id < 0 else f"{r.producer_id}/{r.producer_epoch}"
+        row = [str(r.record.offset), iso_ms(r.record.timestamp), pid, _status(r)]
+        if records:
+            row += [_short(d["key"], 40), _short(d["value"], 100),
+                    ",".join(f"{h['key']}={h.get('value')}" for h in d["headers"]) or "-"]
+        table.add_row(*row)
+        count += 1
+        if table.row_count >= 500:
+            out.print(table)
+            table = new_table()
+    if table.row_count:
+        out.print(table)
+    if count == 0:
+        stderr_console().print("no records in that range", markup=False)
+
+
+def _render_diff(hidden: Iterable[ReplayedRecord], fmt: str) -> None:
+    """Group read_uncommitted-only records by transaction and reason."""
+    groups: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for r in hidden:
+        first = r.transaction_first_offset if r.reason == ABORTED else -1
+        key = (r.reason or "", r.producer_id, first if first is not None else -1)
+        g = groups.setdefault(key, {
+            "reason": r.reason, "producer_id": r.producer_id, "producer_epoch": r.producer_epoch,
+            "transaction_first_offset": r.transaction_first_offset,
+            "abort_marker_offset": r.abort_marker_offset,
+            "pinned_by": None if r.pinned_by is None else
+            {"producer_id": r.pinned_by[0], "first_offset": r.pinned_by[1]},
+            "is_transactional": r.is_transactional, "records": 0,
+            "first_offset": r.record.offset, "last_offset": r.record.offset})
+        g["records"] += 1
+        g["last_offset"] = r.record.offset
+    rows = sorted(groups.values(), key=lambda g: (g["first_offset"], g["producer_id"]))
+    totals: dict[str, int] = {}
+    for g in rows:
+        totals[g["reason"]] = totals.get(g["reason"], 0) + g["records"]
+    if fmt == "jsonl":
+        writer = JsonWriter(sys.stdout, array=False)
+        for g in rows:
+            writer.write(g)
+        writer.close()
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        cols = ["reason", "producer_id", "producer_epoch", "transaction_first_offset",
+                "abort_marker_offset", "is_transactional", "records", "first_offset",
+                "last_offset"]
+        w.writerow(cols)
+        for g in rows:
+            w.writerow([_blank(g[c]) for c in cols])
+    else:
+        out = stdout_console()
+        t = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2, 0, 0))
+        for name in ("reason", "producer", "transaction", "records", "offsets"):
+            t.add_column(name, no_wrap=True)
+        for g in rows:
+            txn = (f"from {g['transaction_first_offset']}, ABORT at {g['abort_marker_offset']}"
+                   if g["reason"] == ABORTED else
+                   ("open, holds the LSO" if g["pinned_by"] and g["pinned_by"]["producer_id"]
+                    == g["producer_id"] else "waits behind the LSO"))
+            pid = "-" if g["producer_id"] < 0 else f"{g['producer_id']}/{g['producer_epoch']}"
+            t.add_row(g["reason"], pid, txn, str(g["records"]),
+                      f"{g['first_offset']}..{g['last_offset']}")
+        out.print(t)
+    summary = ", ".join(f"{n} {reason}" for reason, n in sorted(totals.items())) or "none"
+    stderr_console().print(f"records read_uncommitted sees and read_committed does not: "
+                           f"{summary}", markup=False)

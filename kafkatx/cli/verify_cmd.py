@@ -1,0 +1,52 @@
+"""``kafkatx verify``: every check on every partition; exit status 1 when any error is found."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkatx.analysis.findings import ERROR, INFO, WARNING
+from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.inspect_cmd import plural, render_findings, severity_counts, summary_text
+from kafkatx.cli.lso_cmd import print_problems
+from kafkatx.cli.output import format_option, stdout_console
+
+EXIT_ERRORS_FOUND = 1
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@analysis_options
+@click.option("--all", "show_all", is_flag=True, help="Show every finding in the table.")
+@format_option(("table", "json"))
+def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
+                   analysis: AnalysisCliOptions) -> None:
+    """Run every check; exit status 1 when any error-severity finding exists, else 0.
+
+    Checks: CRCs, truncation, offsets, indexes, the .txnindex against the log's aborts,
+    snapshots against the rebuilt producer state, sequences, duplicates, stale epochs
+    (zombies), markers, open and pinning transactions. Warnings and info never fail.
+    """
+    result = run_inspection(paths, analysis)
+    counts = severity_counts(result.findings)
+    partitions = len(result.partitions)
+    failed = counts[ERROR] > 0
+    if fmt == "json":
+        doc = {"ok": not failed,
+               "summary": {"errors": counts[ERROR], "warnings": counts[WARNING],
+                           "info": counts[INFO], "partitions": partitions},
+               "findings": [f.to_dict() for f in result.findings],
+               "problems": list(result.problems)}
+        sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    else:
+        print_problems(result)
+        out = stdout_console()
+        render_findings(result.findings, out, show_all=show_all)
+        style = "bold red" if failed else "green"
+        out.print(f"{summary_text(counts)} in {plural(partitions, 'partition')}", style=style,
+                  highlight=False)
+    sys.stdout.flush()
+    if failed:
+        sys.exit(EXIT_ERRORS_FOUND)
