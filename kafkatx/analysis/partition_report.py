@@ -8,7 +8,7 @@ from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay import Transaction
 
 LSO_COLUMNS = (
-    "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+    "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",
     "last_stable_offset", "lso_source", "hw_minus_lso", "records_pending", "open_transactions",
 )
 
@@ -35,6 +35,8 @@ class PartitionReport:
     transactions_committed: int = 0
     transactions_aborted: int = 0
     longest_transaction_ms: int | None = None
+    min_timestamp: int | None = None  # of the partition's batches (max timestamps), None: none
+    max_timestamp: int | None = None
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -47,6 +49,7 @@ class PartitionReport:
         return {
             "topic": self.topic,
             "partition": self.partition,
+            "broker": self.broker,
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
@@ -66,13 +69,14 @@ class PartitionReport:
         """The ``kafkatx inspect`` partition object: the lso row plus counts."""
         row = self.lso_row()
         row.update({
-            "path": self.path, "broker": self.broker, "state": self.state,
+            "path": self.path, "state": self.state,
             "segments": self.segments, "size_bytes": self.size_bytes, "batches": self.batches,
             "data_records": self.data_records, "producers": self.producers,
             "transactions_committed": self.transactions_committed,
             "transactions_aborted": self.transactions_aborted,
             "transactions_open": len(self.open_transactions),
             "longest_transaction_ms": self.longest_transaction_ms,
+            "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
             "findings": len(self.findings),
         })
         return row

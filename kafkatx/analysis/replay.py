@@ -111,6 +111,7 @@ class ReplayResult:
     first_offset: int | None = None
     log_end_offset: int = 0
     max_timestamp: int = -1
+    min_timestamp: int = -1  # smallest batch max timestamp seen (-1: none)
     batches: int = 0
     data_records: int = 0
 
@@ -178,8 +179,11 @@ class PartitionReplayer:
         coord = scan.coordinator_epoch.tolist()
         res = self.result
         psm = res.state
-        if len(h.max_timestamp):
-            res.max_timestamp = max(res.max_timestamp, int(np.max(h.max_timestamp)))
+        real = h.max_timestamp[h.max_timestamp >= 0]
+        if len(real):
+            res.max_timestamp = max(res.max_timestamp, int(real.max()))
+            low = int(real.min())
+            res.min_timestamp = low if res.min_timestamp < 0 else min(res.min_timestamp, low)
         for i in range(n):
             if self.start_offset is not None and last[i] < self.start_offset:
                 continue

@@ -188,11 +188,7 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
     reports = sorted_reports(result.partitions)
     print_problems(result)
     if fmt == "json":
-        rows = []
-        for r in reports:
-            row = r.lso_row()
-            row["broker"] = r.broker
-            rows.append(row)
+        rows = [r.lso_row() for r in reports]
         sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, lineterminator="\n")

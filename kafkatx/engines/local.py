@@ -195,6 +195,8 @@ def analyze_partition(
         transactions_committed=sum(t.outcome == COMMITTED for t in replay.transactions),
         transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN) for t in replay.transactions),
         longest_transaction_ms=_longest(replay),
+        min_timestamp=replay.min_timestamp if replay.min_timestamp >= 0 else None,
+        max_timestamp=replay.max_timestamp if replay.max_timestamp >= 0 else None,
         findings=[_placed(f, topic, partition) for f in findings],
     )
     return report

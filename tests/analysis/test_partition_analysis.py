@@ -56,6 +56,7 @@ def test_committed_transaction(tmp_path: Path) -> None:
     result = inspect(tmp_path)
     row = only(result)
     assert row.lso_row() == {
+        "broker": row.broker,
         "topic": "t", "partition": 0, "log_start_offset": 0, "log_end_offset": 6,
         "high_watermark": 6, "last_stable_offset": 6, "lso_source": "high_watermark",
         "hw_minus_lso": 0, "records_pending": 0, "open_transactions": []}
