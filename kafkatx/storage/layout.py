@@ -12,8 +12,6 @@ from dataclasses import dataclass
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
-_SUFFIXED = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
-_PLAIN = re.compile(r"^(.+)-(\d+)$")
 
 # Extra suffixes Kafka appends after the normal one (LocalLog / LogFileUtils).
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -27,13 +25,8 @@ class PartitionDirName:
 
 
 def parse_partition_dir(name: str) -> PartitionDirName | None:
-    m = _SUFFIXED.match(name)
-    if m and m.group(2).isdigit():
-        return PartitionDirName(m.group(1), int(m.group(2)), m.group(4))
-    m = _PLAIN.match(name)
-    if m:
-        return PartitionDirName(m.group(1), int(m.group(2)), "live")
-    return None
+    """A partition directory's topic, partition and state (see ``parse_topic_partition_name``)."""
+    return parse_topic_partition_name(name)
 
 
 def strip_transient_suffix(filename: str) -> tuple[str, str | None]:
