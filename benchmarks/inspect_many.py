@@ -83,6 +83,18 @@ def build(root: Path, partitions: int, big_mb: int) -> None:
     marker.touch()
 
 
+def _rss_anon_kib(pid: int) -> int:
+    """The process's anonymous resident memory (heap, numpy arrays; not mapped file pages)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=10_000)
@@ -94,16 +106,24 @@ def main() -> None:
     print(f"log dir ready in {time.perf_counter() - t:.1f}s: {args.partitions} small partitions "
           f"+ one {args.big_mb} MiB segment")
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kafkatx", "inspect", "--format", "json",
-                           str(root / "logdir")], capture_output=True, text=True, cwd=ROOT)
+    out = root / "inspect.json"
+    with open(out, "w") as sink:
+        child = subprocess.Popen([sys.executable, "-m", "kafkatx", "inspect", "--format", "json",
+                                  str(root / "logdir")], stdout=sink, stderr=subprocess.PIPE,
+                                 text=True, cwd=ROOT)
+        peak_anon = 0
+        while child.poll() is None:
+            peak_anon = max(peak_anon, _rss_anon_kib(child.pid))
+            time.sleep(0.02)
     wall = time.perf_counter() - t
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if proc.returncode not in (0,):
-        print(proc.stderr[-2000:])
-        raise SystemExit(f"kafkatx inspect exited {proc.returncode}")
-    result = json.loads(proc.stdout)
+    if child.returncode != 0:
+        print(child.stderr.read()[-2000:] if child.stderr else "")
+        raise SystemExit(f"kafkatx inspect exited {child.returncode}")
+    result = json.loads(out.read_text())
     print(f"inspect: {len(result['partitions'])} partitions, {len(result['findings'])} findings "
-          f"in {wall:.1f}s, peak RSS {peak_mb:.0f} MiB")
+          f"in {wall:.1f}s; peak RSS {peak_mb:.0f} MiB (includes the mapped segment's file "
+          f"pages), peak anonymous memory {peak_anon / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":
