@@ -27,17 +27,17 @@ from kafkatx.formats.primitives import (
     Bytes,
     CompactArray,
     CompactBytes,
+    CompactNullableString,
+    CompactString,
     Int16,
     Int32,
     Int64,
+    NullableString,
+    String,
     TaggedFields,
     parse_exact,
 )
 from kafkatx.formats.transaction_log import (
-    STRICT_COMPACT_NULLABLE_STRING,
-    STRICT_COMPACT_STRING,
-    STRICT_NULLABLE_STRING,
-    STRICT_STRING,
     RawTags,
     TagSpec,
     build_struct,
@@ -98,11 +98,11 @@ def record_type_name(record_type: int) -> str | None:
 # Wire layouts
 
 _OFFSET_KEY_BODY = c.Struct(
-    "group" / STRICT_STRING, "topic" / STRICT_STRING, "partition" / Int32
+    "group" / String, "topic" / String, "partition" / Int32
 )
-_GROUP_KEY_BODY = c.Struct("group" / STRICT_STRING)
+_GROUP_KEY_BODY = c.Struct("group" / String)
 # Every key of type >= 3 starts with its GroupId as a classic string.
-_GROUP_ID_PREFIX = c.Struct("group" / STRICT_STRING, "rest" / c.GreedyBytes)
+_GROUP_ID_PREFIX = c.Struct("group" / String, "rest" / c.GreedyBytes)
 
 OFFSET_COMMIT_VALUE_VERSIONS = (0, 1, 2, 3, 4)
 GROUP_METADATA_VALUE_VERSIONS = (0, 1, 2, 3, 4)
@@ -114,7 +114,7 @@ def _offset_value_struct(version: int) -> c.Struct:
     fields = ["offset" / Int64]
     if version >= 3:
         fields.append("leader_epoch" / Int32)
-    fields.append("metadata" / (STRICT_COMPACT_STRING if flexible else STRICT_STRING))
+    fields.append("metadata" / (CompactString if flexible else String))
     fields.append("commit_timestamp_ms" / Int64)
     if version == 1:
         fields.append("expire_timestamp_ms" / Int64)
@@ -125,8 +125,8 @@ def _offset_value_struct(version: int) -> c.Struct:
 
 def _group_value_struct(version: int) -> c.Struct:
     flexible = version >= FLEXIBLE_FROM
-    string = STRICT_COMPACT_STRING if flexible else STRICT_STRING
-    nullable_string = STRICT_COMPACT_NULLABLE_STRING if flexible else STRICT_NULLABLE_STRING
+    string = CompactString if flexible else String
+    nullable_string = CompactNullableString if flexible else NullableString
     data = CompactBytes if flexible else Bytes
     member = ["member_id" / string]
     if version >= 3:

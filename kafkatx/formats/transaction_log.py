@@ -26,14 +26,12 @@ from kafkatx.formats.primitives import (
     Array,
     CompactArray,
     CompactNullableArray,
-    CompactNullableString,
     CompactString,
     Int8,
     Int16,
     Int32,
     Int64,
     NullableArray,
-    NullableString,
     String,
     TaggedFields,
     parse_exact,
@@ -48,38 +46,9 @@ RawTags = tuple[tuple[int, bytes], ...]
 
 
 # ---------------------------------------------------------------------------------------------
-# Helpers shared with consumer_offsets: strict UTF-8 strings and typed tagged fields.
+# Helpers shared with consumer_offsets: typed tagged fields.
 
 
-class _StrictUtf8(c.Adapter):
-    """UTF-8 over a length-prefixed byte string; bad UTF-8 becomes a construct error.
-
-    (Kafka's ``readString`` would substitute U+FFFD; a forensic reader reports it instead, so
-    that what it returns always rebuilds to the same bytes.)
-    """
-
-    def _decode(self, obj: bytes | None, context: Any, path: str) -> str | None:
-        if obj is None:
-            return None
-        try:
-            return obj.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise c.ExplicitError(f"string is not valid UTF-8 ({exc.reason})", path=path) from None
-
-    def _encode(self, obj: str | None, context: Any, path: str) -> bytes | None:
-        if obj is None:
-            return None
-        try:
-            return obj.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            msg = f"string cannot be UTF-8 encoded ({exc.reason})"
-            raise c.ExplicitError(msg, path=path) from None
-
-
-STRICT_STRING = _StrictUtf8(String.subcon)
-STRICT_NULLABLE_STRING = _StrictUtf8(NullableString.subcon)
-STRICT_COMPACT_STRING = _StrictUtf8(CompactString.subcon)
-STRICT_COMPACT_NULLABLE_STRING = _StrictUtf8(CompactNullableString.subcon)
 
 
 class TagSpec(NamedTuple):
@@ -275,11 +244,11 @@ def state_name(state_id: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # Wire layouts (TransactionLogKey.json v0; TransactionLogValue.json v0 and v1)
 
-_KEY_BODY = c.Struct("transactional_id" / STRICT_STRING)
+_KEY_BODY = c.Struct("transactional_id" / String)
 
-_PARTITIONS_V0 = c.Struct("topic" / STRICT_STRING, "partition_ids" / Array(Int32))
+_PARTITIONS_V0 = c.Struct("topic" / String, "partition_ids" / Array(Int32))
 _PARTITIONS_V1 = c.Struct(
-    "topic" / STRICT_COMPACT_STRING,
+    "topic" / CompactString,
     "partition_ids" / CompactArray(Int32),
     "tags" / TaggedFields,
 )
