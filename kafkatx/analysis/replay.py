@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 from kafkatx.formats.record_batch import ControlType

@@ -1,0 +1,6 @@
+"""``kafkatx serve``: an embedded single-node Kafka-protocol broker writing real Kafka log dirs.
+
+Layers: ``server`` (asyncio connections, framing, dispatch) -> ``protocol`` (kio plumbing) ->
+``handlers`` (one module per API group) -> ``log_manager`` / ``partition_log`` (the log dir,
+through ``kafkatx.storage``, ``kafkatx.formats`` and ``kafkatx.semantics``).
+"""

@@ -1,0 +1,153 @@
+"""The 61-byte v2 batch header, read and patched in place with ``struct`` (the broker's hot path).
+
+Field offsets are ``DefaultRecordBatch``'s (``BASE_OFFSET_OFFSET`` .. ``RECORDS_COUNT_OFFSET``);
+``kafkatx.formats.record_batch`` is the full, validating parser used everywhere else. The patch
+helpers mirror ``DefaultRecordBatch#setLastOffset`` (base offset: not covered by the CRC),
+``setPartitionLeaderEpoch`` (not covered either) and ``setMaxTimestamp`` (attributes and max
+timestamp change, so the CRC is recomputed).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c
+
+from kafkatx.formats.record_batch import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+    increment_sequence,
+)
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == HEADER_SIZE
+_PLE_OFFSET = 12
+_MAGIC_OFFSET = 16
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_MAX_TIMESTAMP_OFFSET = 35
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_UI = struct.Struct(">I")
+_H = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """Raw header values of one batch at ``position`` in some buffer."""
+
+    position: int
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression_id(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def last_sequence(self) -> int:
+        """``DefaultRecordBatch#lastSequence`` (sequences wrap at INT32_MAX)."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+class BatchFrameError(ValueError):
+    """A frame that is not a usable v2 batch; ``kind`` is "magic" or "length"."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def split_batches(data: bytes | bytearray | memoryview) -> tuple[list[BatchHeader], int]:
+    """Headers of the complete batches in ``data`` and the number of bytes they cover.
+
+    Like ``MemoryRecords#batches`` / ``ByteBufferLogInputStream``: iteration stops at a frame too
+    short to hold its declared size (a partial trailing batch is not an error). Raises
+    ``BatchFrameError`` for a frame whose magic is not 2 or whose length is below the minimum.
+    """
+    out: list[BatchHeader] = []
+    pos = 0
+    end = len(data)
+    while end - pos >= LOG_OVERHEAD:
+        length = _I.unpack_from(data, pos + 8)[0]
+        if end - pos >= _MAGIC_OFFSET + 1 and data[pos + _MAGIC_OFFSET] != MAGIC_V2:
+            raise BatchFrameError(f"batch at byte {pos} has magic {data[pos + _MAGIC_OFFSET]}, "
+                                  "not 2", "magic")
+        if length < MIN_BATCH_LENGTH:
+            raise BatchFrameError(f"batch at byte {pos} has length {length}, below the minimum "
+                                  f"{MIN_BATCH_LENGTH}", "length")
+        if pos + LOG_OVERHEAD + length > end:
+            break
+        out.append(BatchHeader(pos, *_HEADER.unpack_from(data, pos)))
+        pos += LOG_OVERHEAD + length
+    return out, pos
+
+
+def crc_valid(data: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
+    """``DefaultRecordBatch#isValid``: CRC-32C over [attributes, end of batch)."""
+    start = header.position
+    return crc32c.crc32c(memoryview(data)[start + CRC_START:start + header.size]) == header.crc
+
+
+def set_base_offset(buf: bytearray, position: int, base_offset: int) -> None:
+    _Q.pack_into(buf, position, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray, position: int, epoch: int) -> None:
+    _I.pack_into(buf, position + _PLE_OFFSET, epoch)
+
+
+def set_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> None:
+    """``setMaxTimestamp(LOG_APPEND_TIME, now)``: timestamp-type bit, max timestamp, new CRC."""
+    pos = header.position
+    _H.pack_into(buf, pos + _ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
+    _Q.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, now_ms)
+    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header.size])
+    _UI.pack_into(buf, pos + _CRC_OFFSET, crc)
+
+
+def read_header(data: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    return BatchHeader(position, *_HEADER.unpack_from(data, position))

@@ -1,0 +1,118 @@
+"""The broker's settings (what ``kafkatx serve`` options set) and Kafka's topic-config defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_SEGMENT_BYTES = 1 << 30  # log.segment.bytes
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # message.max.bytes
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+LEADER_EPOCH = 0  # a single node that never loses leadership
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    log_dir: Path = Path("kafkatx-data")
+    num_partitions: int = 1
+    auto_create_topics: bool = True
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    node_id: int = 1
+    verbose: bool = False
+    transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS
+    hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
+    offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigDef:
+    """One topic config as ``DescribeConfigs`` shows it (``LogConfig``'s definition)."""
+
+    name: str
+    default: str | None
+    config_type: int  # DescribeConfigs ConfigType: 1 BOOLEAN 2 STRING 3 INT 5 LONG 6 DOUBLE 7 LIST
+    broker_synonym: str | None = None
+    documentation: str = ""
+
+
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+
+# Kafka 3.0's topic configs with their defaults (LogConfig / ServerLogConfigs); the broker only
+# acts on segment.bytes, max.message.bytes and message.timestamp.type, the rest is reported.
+TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef(name="cleanup.policy", default="delete", config_type=LIST,
+              broker_synonym="log.cleanup.policy"),
+    ConfigDef(name="compression.type", default="producer", config_type=STRING,
+              broker_synonym="compression.type"),
+    ConfigDef(name="delete.retention.ms", default="86400000", config_type=LONG,
+              broker_synonym="log.cleaner.delete.retention.ms"),
+    ConfigDef(name="file.delete.delay.ms", default="60000", config_type=LONG,
+              broker_synonym="log.segment.delete.delay.ms"),
+    ConfigDef(name="flush.messages", default="9223372036854775807", config_type=LONG,
+              broker_synonym="log.flush.interval.messages"),
+    ConfigDef(name="flush.ms", default="9223372036854775807", config_type=LONG,
+              broker_synonym="log.flush.interval.ms"),
+    ConfigDef(name="index.interval.bytes", default="4096", config_type=INT,
+              broker_synonym="log.index.interval.bytes"),
+    ConfigDef(name="max.compaction.lag.ms", default="9223372036854775807", config_type=LONG,
+              broker_synonym="log.cleaner.max.compaction.lag.ms"),
+    ConfigDef(name="max.message.bytes", default=str(DEFAULT_MAX_MESSAGE_BYTES), config_type=INT,
+              broker_synonym="message.max.bytes"),
+    ConfigDef(name="message.downconversion.enable", default="true", config_type=BOOLEAN,
+              broker_synonym="log.message.downconversion.enable"),
+    ConfigDef(name="message.format.version", default="3.0-IV1", config_type=STRING,
+              broker_synonym="log.message.format.version"),
+    ConfigDef(name="message.timestamp.difference.max.ms", default="9223372036854775807",
+              config_type=LONG, broker_synonym="log.message.timestamp.difference.max.ms"),
+    ConfigDef(name="message.timestamp.type", default="CreateTime", config_type=STRING,
+              broker_synonym="log.message.timestamp.type"),
+    ConfigDef(name="min.cleanable.dirty.ratio", default="0.5", config_type=DOUBLE,
+              broker_synonym="log.cleaner.min.cleanable.ratio"),
+    ConfigDef(name="min.compaction.lag.ms", default="0", config_type=LONG,
+              broker_synonym="log.cleaner.min.compaction.lag.ms"),
+    ConfigDef(name="min.insync.replicas", default="1", config_type=INT,
+              broker_synonym="min.insync.replicas"),
+    ConfigDef(name="preallocate", default="false", config_type=BOOLEAN,
+              broker_synonym="log.preallocate"),
+    ConfigDef(name="retention.bytes", default="-1", config_type=LONG,
+              broker_synonym="log.retention.bytes"),
+    ConfigDef(name="retention.ms", default="604800000", config_type=LONG,
+              broker_synonym="log.retention.ms"),
+    ConfigDef(name="segment.bytes", default=str(DEFAULT_SEGMENT_BYTES), config_type=INT,
+              broker_synonym="log.segment.bytes"),
+    ConfigDef(name="segment.index.bytes", default="10485760", config_type=INT,
+              broker_synonym="log.index.size.max.bytes"),
+    ConfigDef(name="segment.jitter.ms", default="0", config_type=LONG,
+              broker_synonym="log.roll.jitter.ms"),
+    ConfigDef(name="segment.ms", default="604800000", config_type=LONG,
+              broker_synonym="log.roll.ms"),
+    ConfigDef(name="unclean.leader.election.enable", default="false", config_type=BOOLEAN,
+              broker_synonym="unclean.leader.election.enable"),
+)
+TOPIC_CONFIG_BY_NAME: Mapping[str, ConfigDef] = {c.name: c for c in TOPIC_CONFIGS}
+
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def validate_topic_config(name: str, value: str | None) -> str | None:
+    """An error message when Kafka would refuse this topic config (``LogConfig.validate``)."""
+    definition = TOPIC_CONFIG_BY_NAME.get(name)
+    if definition is None:
+        return f"Unknown topic config name: {name}"
+    if value is None:
+        return f"Null value not supported for topic configs: {name}"
+    if definition.config_type in (INT, LONG):
+        try:
+            int(value)
+        except ValueError:
+            return f"Invalid value {value} for configuration {name}: Not a number of type " \
+                   f"{'INT' if definition.config_type == INT else 'LONG'}"
+    if name == "message.timestamp.type" and value not in TIMESTAMP_TYPES:
+        return f"Invalid value {value} for configuration {name}: String must be one of: " \
+               + ", ".join(TIMESTAMP_TYPES)
+    if name == "segment.bytes" and int(value) < 14:
+        return f"Invalid value {value} for configuration segment.bytes: Value must be at least 14"
+    return None

@@ -1,0 +1,58 @@
+"""Request handlers, one module per API group, registered by api key with the versions served.
+
+A handler is ``async def handle(broker, ctx, request) -> response | None`` (None: no response,
+as for Produce with acks=0). ``ApiVersions`` advertises exactly what is registered here, so a
+module that registers nothing advertises nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker, RequestContext
+
+Handler = Callable[["Broker", "RequestContext", Any], Awaitable[Any]]
+
+HANDLER_MODULES = (
+    "kafkatx.broker.handlers.api_versions",
+    "kafkatx.broker.handlers.metadata",
+    "kafkatx.broker.handlers.topics",
+    "kafkatx.broker.handlers.produce",
+    "kafkatx.broker.handlers.fetch",
+    "kafkatx.broker.handlers.list_offsets",
+    "kafkatx.broker.handlers.coordinator",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+REGISTRY: dict[int, ApiHandler] = {}
+
+
+def api(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
+    """Register ``handle`` for ``api_key`` versions [min_version, max_version]."""
+
+    def register(handle: Handler) -> Handler:
+        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle)
+        return handle
+
+    return register
+
+
+def load_handlers() -> dict[int, ApiHandler]:
+    for module in HANDLER_MODULES:
+        importlib.import_module(module)
+    return REGISTRY

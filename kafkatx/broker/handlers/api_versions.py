@@ -1,0 +1,50 @@
+"""ApiVersions (key 18): what this broker serves, including the reply to versions it does not.
+
+Mirrors ``KafkaApis#handleApiVersionsRequest`` / ``ApiVersionsResponse``: the advertised ranges
+are exactly the registered handlers'; a request of an unknown ApiVersions version gets
+UNSUPPORTED_VERSION in the v0 layout with only the ApiVersions range
+(``ApiVersionsRequest#getErrorResponse``), so the client retries at a version both know.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker import protocol
+from kafkatx.broker.handlers import REGISTRY, ApiHandler, api
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker, RequestContext
+
+API_VERSIONS_KEY = 18
+MIN_VERSION, MAX_VERSION = 0, 3  # Kafka 3.0's ApiVersions range
+
+
+@api(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION)
+async def handle_api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    client = getattr(request, "client_software_name", None)
+    if client:
+        broker.log(f"{ctx.peer} is {client} {getattr(request, 'client_software_version', '')}")
+    keys = tuple(
+        protocol.make(ctx.resp.ApiVersion, api_key=h.api_key, min_version=h.min_version,
+                      max_version=h.max_version)
+        for h in sorted(REGISTRY.values(), key=lambda h: h.api_key)
+    )
+    return protocol.make(ctx.response_cls, error_code=ErrorCode.none, api_keys=keys,
+                         throttle_time=datetime.timedelta(0))
+
+
+def unsupported_version_reply(correlation_id: int, handlers: dict[int, ApiHandler]) -> bytes:
+    """The v0-layout UNSUPPORTED_VERSION answer (header v0, like every ApiVersions response)."""
+    own = handlers.get(API_VERSIONS_KEY)
+    low, high = (own.min_version, own.max_version) if own else (MIN_VERSION, MAX_VERSION)
+    body = ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=(ApiVersionV0(api_key=API_VERSIONS_KEY, min_version=low, max_version=high),),
+    )
+    return protocol.encode_response(correlation_id, body)

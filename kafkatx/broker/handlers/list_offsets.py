@@ -1,0 +1,61 @@
+"""ListOffsets (key 2): earliest, latest (HW, or the LSO for read_committed), max timestamp,
+and the first offset at or after a timestamp.
+
+Mirrors ``ReplicaManager#fetchOffset`` / ``Partition#fetchOffsetForTimestamp``: consumers
+(replica id -1) are bounded by the isolation level (v0/v1 carry none: read_uncommitted), other
+replica ids by the log end offset; a timestamp result at or past that bound is "not found"
+(offset -1, timestamp -1); a partition named twice is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker import protocol
+from kafkatx.broker.handlers import api
+from kafkatx.broker.handlers.fetch import isolation_of, leader_epoch_error
+from kafkatx.semantics.read_committed import IsolationLevel
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker, RequestContext
+
+CONSUMER_REPLICA_ID = -1
+
+
+@api(2, 1, 7)
+async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    isolation: IsolationLevel | None = None
+    if request.replica_id == CONSUMER_REPLICA_ID:
+        isolation = isolation_of(request)
+    seen: dict[tuple[str, int], int] = {}
+    for topic in request.topics:
+        for part in topic.partitions:
+            key = (topic.name, part.partition_index)
+            seen[key] = seen.get(key, 0) + 1
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            log = broker.logs.get(topic.name, part.partition_index)
+            error = ErrorCode.none
+            offset, timestamp, epoch = -1, -1, -1
+            if seen[(topic.name, part.partition_index)] > 1:
+                error = ErrorCode.invalid_request
+            elif log is None:
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                error = leader_epoch_error(log, getattr(part, "current_leader_epoch", -1)) \
+                    or ErrorCode.none
+                if error == ErrorCode.none:
+                    found = log.offset_for_timestamp(part.timestamp, isolation)
+                    if found is not None:
+                        offset, timestamp, epoch = found.offset, found.timestamp, \
+                            found.leader_epoch
+            partitions.append(protocol.make(
+                ctx.resp.ListOffsetsPartitionResponse, partition_index=part.partition_index,
+                error_code=error, timestamp=timestamp, offset=offset, leader_epoch=epoch))
+        topics.append(protocol.make(ctx.resp.ListOffsetsTopicResponse, name=topic.name,
+                                    partitions=tuple(partitions)))
+    return protocol.make(ctx.response_cls, topics=tuple(topics))

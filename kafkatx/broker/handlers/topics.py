@@ -1,0 +1,290 @@
+"""CreateTopics (19), DeleteTopics (20), DescribeConfigs (32).
+
+Mirrors the single-node outcome of ``ControllerApis#createTopics`` /
+``ReplicationControlManager#createTopic`` (name, partition count, replication factor, manual
+assignment and config validation, TOPIC_ALREADY_EXISTS, collisions between '.' and '_'),
+``ReplicationControlManager#deleteTopic`` and ``ConfigHelper#describeConfigs`` (value, source,
+synonyms, type, documentation per version).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker import protocol
+from kafkatx.broker.config import (
+    BOOLEAN,
+    INT,
+    LONG,
+    STRING,
+    TOPIC_CONFIG_BY_NAME,
+    TOPIC_CONFIGS,
+    validate_topic_config,
+)
+from kafkatx.broker.handlers import api
+from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker, RequestContext
+
+# DescribeConfigsResponse ConfigSource ids
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+# ConfigResource.Type ids
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+BROKER_LOGGER_RESOURCE = 8
+
+
+class _Refused(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _unify(name: str) -> str:
+    """``Topic#unifyCollisionChars``: '.' and '_' collide in metric names."""
+    return name.replace(".", "_")
+
+
+def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
+    name = topic.name
+    problem = validate_topic_name(name)
+    if problem is not None:
+        raise _Refused(ErrorCode.invalid_topic_exception, problem)
+    if name in INTERNAL_TOPICS:
+        raise _Refused(ErrorCode.invalid_request,
+                       f"Creation of internal topic {name} is prohibited.")
+    if name in broker.logs.topics:
+        raise _Refused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    for existing in broker.logs.topics:
+        if _unify(existing) == _unify(name):
+            raise _Refused(ErrorCode.invalid_topic_exception,
+                           f"Topic '{name}' collides with existing topic: {existing}")
+    assignments = tuple(topic.assignments or ())
+    num_partitions, rf = topic.num_partitions, topic.replication_factor
+    if assignments:
+        if num_partitions != -1 or rf != -1:
+            raise _Refused(ErrorCode.invalid_request,
+                           "Both numPartitions or replicationFactor and replicasAssignments "
+                           "were set. Both cannot be used at the same time.")
+        for a in assignments:
+            if tuple(a.broker_ids) != (broker.config.node_id,):
+                raise _Refused(ErrorCode.invalid_replica_assignment,
+                               f"The manual partition assignment includes a broker other than "
+                               f"{broker.config.node_id}: {list(a.broker_ids)}")
+        indexes = sorted(a.partition_index for a in assignments)
+        if indexes != list(range(len(indexes))):
+            raise _Refused(ErrorCode.invalid_replica_assignment,
+                           "Partitions in the manual assignment must be 0..n-1.")
+        num_partitions = len(assignments)
+    else:
+        if num_partitions == -1:
+            num_partitions = broker.config.num_partitions
+        if num_partitions <= 0:
+            raise _Refused(ErrorCode.invalid_partitions,
+                           "Number of partitions was set to an invalid non-positive value.")
+        if rf == 0 or rf < -1:
+            raise _Refused(ErrorCode.invalid_replication_factor,
+                           "Replication factor must be larger than 0, or -1 to use the default "
+                           "value.")
+        if rf > 1:
+            raise _Refused(ErrorCode.invalid_replication_factor,
+                           f"Unable to replicate the partition {rf} time(s): The target "
+                           f"replication factor of {rf} cannot be reached because only 1 "
+                           "broker(s) are registered.")
+    configs: dict[str, str] = {}
+    for c in topic.configs or ():
+        problem = validate_topic_config(c.name, c.value)
+        if problem is not None:
+            raise _Refused(ErrorCode.invalid_config, problem)
+        configs[c.name] = c.value
+    return num_partitions, configs
+
+
+@api(19, 2, 7)
+async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    names = [t.name for t in request.topics]
+    results = []
+    for topic in request.topics:
+        extra: dict[str, Any] = {}
+        try:
+            if names.count(topic.name) > 1:
+                raise _Refused(ErrorCode.invalid_request,
+                               "Duplicate topic name in the request.")
+            num_partitions, configs = _check_create(broker, topic)
+            if request.validate_only:
+                topic_id = None
+            else:
+                created = broker.logs.create_topic(topic.name, num_partitions, configs)
+                topic_id = created.topic_id
+                broker.log(f"created topic {topic.name} with {num_partitions} partitions")
+            extra = dict(topic_id=topic_id, num_partitions=num_partitions,
+                         replication_factor=1)
+            if hasattr(ctx.resp, "CreatableTopicConfigs"):  # v5+
+                extra["configs"] = tuple(
+                    protocol.make(ctx.resp.CreatableTopicConfigs, name=e.name, value=e.value,
+                                  read_only=False, config_source=e.source, is_sensitive=False)
+                    for e in _topic_config_values(broker, configs))
+            error, message = ErrorCode.none, None
+        except (_Refused, TopicError) as exc:
+            error = exc.error if isinstance(exc, _Refused) else ErrorCode.invalid_topic_exception
+            message = exc.message
+        results.append(protocol.make(ctx.resp.CreatableTopicResult, name=topic.name,
+                                     error_code=error, error_message=message,
+                                     num_partitions=extra.get("num_partitions", -1),
+                                     replication_factor=extra.get("replication_factor", -1),
+                                     **{k: v for k, v in extra.items()
+                                        if k not in ("num_partitions", "replication_factor")}))
+    return protocol.make(ctx.response_cls, topics=tuple(results))
+
+
+@api(20, 1, 6)
+async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    if hasattr(request, "topics"):
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    by_id = {t.topic_id: t for t in broker.logs.topics.values()}
+    results = []
+    for name, topic_id in wanted:
+        error, message = ErrorCode.none, None
+        topic: Topic | None
+        if name is None and topic_id is not None and topic_id.int != 0:
+            topic = by_id.get(topic_id)
+            if topic is None:
+                error, message = ErrorCode.unknown_topic_id, "This server does not host this "\
+                                                            "topic ID."
+        else:
+            topic = broker.logs.topics.get(name or "")
+            if topic is None:
+                error = ErrorCode.unknown_topic_or_partition
+                message = "This server does not host this topic-partition."
+        if topic is not None:
+            broker.logs.delete_topic(topic.name)
+            broker.log(f"deleted topic {topic.name}")
+            name, topic_id = topic.name, topic.topic_id
+        results.append(protocol.make(ctx.resp.DeletableTopicResult, name=name,
+                                     topic_id=topic_id, error_code=error, error_message=message))
+    return protocol.make(ctx.response_cls, responses=tuple(results))
+
+
+class _ConfigValue:
+    __slots__ = ("config_type", "documentation", "name", "source", "synonyms", "value")
+
+    def __init__(self, name: str, value: str | None, source: int, config_type: int,
+                 synonyms: list[tuple[str, str | None, int]], documentation: str = "") -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.config_type = config_type
+        self.synonyms = synonyms
+        self.documentation = documentation
+
+
+def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_ConfigValue]:
+    out = []
+    for d in TOPIC_CONFIGS:
+        synonyms: list[tuple[str, str | None, int]] = []
+        broker_value = None
+        if d.name == "segment.bytes" and broker.config.segment_bytes != int(d.default or 0):
+            broker_value = str(broker.config.segment_bytes)
+        if d.name in overrides:
+            value, source = overrides[d.name], DYNAMIC_TOPIC_CONFIG
+            synonyms.append((d.name, value, DYNAMIC_TOPIC_CONFIG))
+        elif broker_value is not None:
+            value, source = broker_value, STATIC_BROKER_CONFIG
+        else:
+            value, source = d.default, DEFAULT_CONFIG
+        if broker_value is not None and d.broker_synonym:
+            synonyms.append((d.broker_synonym, broker_value, STATIC_BROKER_CONFIG))
+        if d.broker_synonym:
+            synonyms.append((d.broker_synonym, d.default, DEFAULT_CONFIG))
+        out.append(_ConfigValue(d.name, value, source, d.config_type, synonyms,
+                                d.documentation))
+    return out
+
+
+def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
+    c = broker.config
+    static = [
+        ("advertised.listeners", f"PLAINTEXT://{broker.advertised_host}:{broker.port}", STRING),
+        ("auto.create.topics.enable", str(c.auto_create_topics).lower(), BOOLEAN),
+        ("broker.id", str(c.node_id), INT),
+        ("default.replication.factor", "1", INT),
+        ("listeners", f"PLAINTEXT://{c.host}:{broker.port}", STRING),
+        ("log.dirs", str(broker.logs.root), STRING),
+        ("log.segment.bytes", str(c.segment_bytes), INT),
+        ("message.max.bytes", TOPIC_CONFIG_BY_NAME["max.message.bytes"].default or "", INT),
+        ("min.insync.replicas", "1", INT),
+        ("node.id", str(c.node_id), INT),
+        ("num.partitions", str(c.num_partitions), INT),
+        ("offsets.topic.num.partitions", "50", INT),
+        ("offsets.topic.replication.factor", "1", INT),
+        ("transaction.max.timeout.ms", str(c.transaction_max_timeout_ms), INT),
+        ("transaction.state.log.num.partitions", "50", INT),
+        ("transaction.state.log.replication.factor", "1", INT),
+        ("transactional.id.expiration.ms", "604800000", INT),
+        ("log.message.timestamp.type", "CreateTime", STRING),
+        ("log.retention.ms", None, LONG),
+    ]
+    return [_ConfigValue(name, value, STATIC_BROKER_CONFIG, kind,
+                         [(name, value, STATIC_BROKER_CONFIG)])
+            for name, value, kind in static]
+
+
+def _entries(ctx: RequestContext, request: Any, values: Iterable[_ConfigValue],
+             keys: Iterable[str] | None, *, read_only: bool) -> tuple[Any, ...]:
+    wanted = set(keys) if keys is not None else None
+    include_synonyms = bool(getattr(request, "include_synonyms", False))
+    include_docs = bool(getattr(request, "include_documentation", False))
+    out = []
+    for v in values:
+        if wanted is not None and v.name not in wanted:
+            continue
+        synonyms = tuple(protocol.make(ctx.resp.DescribeConfigsSynonym, name=n, value=val,
+                                       source=src)
+                         for n, val, src in v.synonyms) if include_synonyms else ()
+        out.append(protocol.make(
+            ctx.resp.DescribeConfigsResourceResult, name=v.name, value=v.value,
+            read_only=read_only, config_source=v.source, is_sensitive=False,
+            synonyms=synonyms, config_type=v.config_type,
+            documentation=(v.documentation or None) if include_docs else None))
+    return tuple(out)
+
+
+@api(32, 1, 4)
+async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    results = []
+    for res in request.resources:
+        error, message, configs = ErrorCode.none, None, ()
+        if res.resource_type == TOPIC_RESOURCE:
+            topic = broker.logs.topics.get(res.resource_name)
+            if topic is None:
+                error = ErrorCode.unknown_topic_or_partition
+                message = f"Topic {res.resource_name} does not exist."
+            else:
+                configs = _entries(ctx, request, _topic_config_values(broker, topic.configs),
+                                   res.configuration_keys, read_only=False)
+        elif res.resource_type == BROKER_RESOURCE:
+            if res.resource_name not in ("", str(broker.config.node_id)):
+                error = ErrorCode.invalid_request
+                message = f"Unexpected broker id, expected {broker.config.node_id} or empty " \
+                          f"string, but received {res.resource_name}"
+            else:
+                configs = _entries(ctx, request, _broker_config_values(broker),
+                                   res.configuration_keys, read_only=True)
+        elif res.resource_type == BROKER_LOGGER_RESOURCE:
+            configs = ()
+        else:
+            error = ErrorCode.invalid_request
+            message = f"Unsupported resource type {res.resource_type}"
+        results.append(protocol.make(ctx.resp.DescribeConfigsResult, error_code=error,
+                                     error_message=message, resource_type=res.resource_type,
+                                     resource_name=res.resource_name, configs=configs))
+    return protocol.make(ctx.response_cls, results=tuple(results))

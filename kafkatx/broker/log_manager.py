@@ -1,0 +1,288 @@
+"""The broker's log dir: topics, partition directories, root files, checkpoints, deletion.
+
+Mirrors Kafka's ``LogManager`` (load at start, ``.kafka_cleanshutdown`` marker, recovery-point /
+log-start-offset checkpoints, ``asyncDelete`` renaming a partition directory to
+``<topic>-<partition>.<uuid>-delete`` before removing it), ``ReplicaManager``'s
+``replication-offset-checkpoint``, ``Partition#createLogIfNotExists`` (``partition.metadata`` with
+the topic id, ``leader-epoch-checkpoint`` with the first epoch) and ``MetaProperties`` (KRaft
+``meta.properties`` v1). Topic ids are Kafka ``Uuid``s (``Uuid#randomUuid``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkatx.broker.config import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    LEADER_EPOCH,
+    BrokerConfig,
+)
+from kafkatx.broker.files import atomic_write, create_if_missing
+from kafkatx.broker.partition_log import LogConfig, LogLoadError, PartitionLog
+from kafkatx.formats.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    META_PROPERTIES_FILE,
+    PARTITION_METADATA_FILE,
+    CheckpointEntry,
+    EpochEntry,
+    build_leader_epoch_checkpoint,
+    build_meta_properties,
+    build_offset_checkpoint,
+    build_partition_metadata,
+    read_meta_properties,
+    read_partition_metadata,
+    uuid_from_bytes,
+    uuid_to_bytes,
+)
+from kafkatx.storage.layout import parse_partition_dir
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # CleanShutdownFileHandler.CLEAN_SHUTDOWN_FILE_NAME
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class TopicError(Exception):
+    """A topic operation Kafka refuses; ``kind`` picks the error code."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "invalid" | "exists" | "unknown" | "config"
+        self.message = message
+
+
+def validate_topic_name(name: str) -> str | None:
+    """``Topic#validate``: why ``name`` is not a legal topic name (None when it is)."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+                f"topic name: {name}")
+    if not _LEGAL_TOPIC.fullmatch(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+                "alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def random_topic_id() -> uuid.UUID:
+    """``Uuid#randomUuid``: random, never zero, never printed with a leading '-'."""
+    while True:
+        u = uuid.uuid4()
+        if u.int > 1 and not uuid_from_bytes(u.bytes).startswith("-"):
+            return u
+
+
+def kafka_uuid(u: uuid.UUID) -> str:
+    return uuid_from_bytes(u.bytes)
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class LogManager:
+    """All topics of the one log dir ``config.log_dir``."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.root = Path(config.log_dir)
+        self.topics: dict[str, Topic] = {}
+        self.cluster_id = ""
+        self.previous_shutdown_clean = True
+        self.broker_epoch = 0
+        self.load_problems: list[str] = []
+
+    # -- start -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._meta_properties()
+        marker = self.root / CLEAN_SHUTDOWN_FILE
+        has_logs = any(parse_partition_dir(p.name) for p in self.root.iterdir() if p.is_dir())
+        self.previous_shutdown_clean = marker.exists() or not has_logs
+        if marker.exists():
+            try:
+                self.broker_epoch = int(json.loads(marker.read_text())["brokerEpoch"]) + 1
+            except (ValueError, KeyError, TypeError):
+                self.broker_epoch = 1
+            marker.unlink()
+        for name in (REPLICATION_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT,
+                     CLEANER_CHECKPOINT):
+            create_if_missing(self.root / name)
+        self._load_partitions()
+
+    def _meta_properties(self) -> None:
+        path = self.root / META_PROPERTIES_FILE
+        if path.exists():
+            meta = read_meta_properties(path.read_bytes(), path=str(path))
+            if meta.node_id is not None and meta.node_id != self.config.node_id:
+                raise LogLoadError(f"{path}: node.id {meta.node_id} does not match --node-id "
+                                   f"{self.config.node_id}")
+            self.cluster_id = meta.cluster_id or ""
+            if self.cluster_id:
+                return
+        self.cluster_id = kafka_uuid(random_topic_id())
+        atomic_write(path, build_meta_properties({
+            "cluster.id": self.cluster_id,
+            "directory.id": kafka_uuid(random_topic_id()),
+            "node.id": str(self.config.node_id),
+            "version": "1",
+        }))
+
+    def _load_partitions(self) -> None:
+        found: dict[str, list[tuple[int, Path]]] = {}
+        for path in sorted(self.root.iterdir()):
+            if not path.is_dir():
+                continue
+            if path.name.endswith("-delete"):
+                shutil.rmtree(path, ignore_errors=True)  # an interrupted delete: finish it
+                continue
+            parsed = parse_partition_dir(path.name)
+            if parsed is None or parsed.state != "live":
+                continue
+            found.setdefault(parsed.topic, []).append((parsed.partition, path))
+        for name, parts in sorted(found.items()):
+            topic_id = None
+            for _, path in parts:
+                meta_path = path / PARTITION_METADATA_FILE
+                if meta_path.exists():
+                    meta = read_partition_metadata(meta_path.read_bytes(), path=str(meta_path))
+                    if meta.topic_id is not None:
+                        topic_id = uuid.UUID(bytes=uuid_to_bytes(meta.topic_id))
+                        break
+            topic = Topic(name, topic_id or random_topic_id())
+            for partition, path in sorted(parts):
+                if partition != len(topic.partitions):
+                    self.load_problems.append(f"{path}: partition {partition} without all the "
+                                              "partitions below it; ignored")
+                    continue
+                log = self._new_log(topic, partition, path)
+                log.open()
+                self.load_problems.extend(log.load_problems)
+                topic.partitions.append(log)
+            if topic.partitions:
+                self.topics[name] = topic
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
+        return LogConfig(
+            segment_bytes=int(overrides.get("segment.bytes", self.config.segment_bytes)),
+            max_message_bytes=int(overrides.get("max.message.bytes",
+                                                DEFAULT_MAX_MESSAGE_BYTES)),
+            log_append_time=overrides.get("message.timestamp.type") == "LogAppendTime",
+        )
+
+    def _new_log(self, topic: Topic, partition: int, path: Path) -> PartitionLog:
+        return PartitionLog(topic.name, partition, path, self.log_config(topic.configs),
+                            leader_epoch=LEADER_EPOCH,
+                            max_transaction_timeout_ms=self.config.transaction_max_timeout_ms)
+
+    def create_topic(self, name: str, num_partitions: int,
+                     configs: Mapping[str, str] | None = None) -> Topic:
+        """Create the partition directories and their metadata files; the logs are opened."""
+        problem = validate_topic_name(name)
+        if problem is not None:
+            raise TopicError("invalid", problem)
+        if name in self.topics:
+            raise TopicError("exists", f"Topic '{name}' already exists.")
+        topic = Topic(name, random_topic_id(), dict(configs or {}))
+        for p in range(num_partitions):
+            path = self.root / f"{name}-{p}"
+            path.mkdir(parents=True, exist_ok=True)
+            atomic_write(path / PARTITION_METADATA_FILE,
+                         build_partition_metadata(kafka_uuid(topic.topic_id)))
+            atomic_write(path / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
+                [EpochEntry(epoch=LEADER_EPOCH, start_offset=0)]))
+            log = self._new_log(topic, p, path)
+            log.open()
+            topic.partitions.append(log)
+        self.topics[name] = topic
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        """``LogManager#asyncDelete`` for each partition: rename to ``<dir>.<uuid>-delete``, then
+        remove (Kafka waits ``file.delete.delay.ms``; here the removal follows at once)."""
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise TopicError("unknown", "This server does not host this topic-partition.")
+        for log in topic.partitions:
+            log.release()
+            unique = uuid.uuid4().hex
+            target = log.dir.with_name(f"{log.dir.name}.{unique}-delete")
+            log.dir.rename(target)
+            shutil.rmtree(target, ignore_errors=True)
+        return topic
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    def all_logs(self) -> Iterator[PartitionLog]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def max_producer_id(self) -> int:
+        """The largest producer id any partition's state holds (-1 if none)."""
+        return max((pid for log in self.all_logs() for pid in log.producer_state.producers),
+                   default=-1)
+
+    # -- checkpoints and shutdown -------------------------------------------------------------
+
+    def _entries(self, value: str) -> list[CheckpointEntry]:
+        return [CheckpointEntry(topic=log.topic, partition=log.partition,
+                                offset=getattr(log, value)) for log in self.all_logs()]
+
+    def checkpoint_high_watermarks(self) -> None:
+        """``ReplicaManager#checkpointHighWatermarks``."""
+        atomic_write(self.root / REPLICATION_CHECKPOINT,
+                     build_offset_checkpoint(self._entries("high_watermark")))
+
+    def checkpoint_recovery_points(self) -> None:
+        """``LogManager#checkpointRecoveryOffsetsInDir``."""
+        atomic_write(self.root / RECOVERY_CHECKPOINT,
+                     build_offset_checkpoint(self._entries("recovery_point")))
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """``LogManager#checkpointLogStartOffsetsInDir``: only logs whose start offset moved past
+        their first segment's base offset are listed."""
+        entries = [CheckpointEntry(topic=log.topic, partition=log.partition,
+                                   offset=log.log_start_offset)
+                   for log in self.all_logs()
+                   if log.segments and log.log_start_offset > log.segments[0].base_offset]
+        atomic_write(self.root / LOG_START_CHECKPOINT, build_offset_checkpoint(entries))
+
+    def shutdown(self) -> None:
+        """``ReplicaManager#shutdown`` (high watermarks) then ``LogManager#shutdown``: every log
+        closed (snapshot, trimmed indexes, flushed), recovery points = log end offsets, log start
+        offsets, then the clean-shutdown marker."""
+        self.checkpoint_high_watermarks()
+        for log in self.all_logs():
+            log.close()
+        atomic_write(self.root / RECOVERY_CHECKPOINT,
+                     build_offset_checkpoint(self._entries("log_end_offset")))
+        self.checkpoint_log_start_offsets()
+        atomic_write(self.root / CLEAN_SHUTDOWN_FILE, json.dumps(
+            {"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode())

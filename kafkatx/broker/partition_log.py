@@ -1,0 +1,646 @@
+"""One partition of the embedded broker: append as leader, read, offsets, producer state, files.
+
+Mirrors Kafka's ``UnifiedLog`` (``appendAsLeader`` / ``append`` / ``analyzeAndValidateRecords`` /
+``analyzeAndValidateProducerState`` / ``read`` / ``fetchOffsetByTimestamp`` /
+``lastStableOffset``), the ``LogValidator`` checks of a v2 batch appended in place, and
+``LocalLog#collectAbortedTransactions`` through :mod:`kafkatx.semantics.read_committed`. Batches
+are kept as the bytes the producer sent: only the base offset, the partition leader epoch and,
+for LogAppendTime topics, the max timestamp (with a new CRC) are patched, exactly the fields
+Kafka's in-place path rewrites. A single node is its own ISR, so the high watermark is the log
+end offset after every append. Producer state, duplicate detection and the LSO come from
+:mod:`kafkatx.semantics.producer_state`; files are written through
+:class:`kafkatx.storage.segment_writer.PartitionWriter` and the ``kafkatx.formats`` builders.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker.batch_header import (
+    BatchFrameError,
+    BatchHeader,
+    crc_valid,
+    read_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    split_batches,
+)
+from kafkatx.broker.files import atomic_write
+from kafkatx.errors import FormatError, KafkatxError
+from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
+from kafkatx.formats.record_batch import (
+    ControlType,
+    Record,
+    RecordBatch,
+    build_control_batch,
+    iter_records,
+    parse_header,
+)
+from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING, SegmentProblem, iter_segment
+from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index, read_txn_index
+from kafkatx.semantics.producer_state import (
+    TV_UNKNOWN,
+    AppendOrigin,
+    CompletedTxn,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    ProducerStateError,
+    ProducerStateManager,
+    TransactionCoordinatorFencedError,
+    last_stable_offset,
+)
+from kafkatx.semantics.read_committed import (
+    AbortedTransaction,
+    IsolationLevel,
+    collect_aborted_transactions,
+    max_fetch_offset,
+)
+from kafkatx.storage.segment_writer import PartitionWriter, segment_name
+
+EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+NO_TIMESTAMP = -1
+
+_PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
+    OutOfOrderSequenceError: ErrorCode.out_of_order_sequence_number,
+    InvalidProducerEpochError: ErrorCode.invalid_producer_epoch,
+    InvalidTxnStateError: ErrorCode.invalid_txn_state,
+    TransactionCoordinatorFencedError: ErrorCode.transaction_coordinator_fenced,
+}
+
+
+class LogLoadError(KafkatxError):
+    """An existing partition directory the broker will not append to (damage, legacy format)."""
+
+
+class AppendError(Exception):
+    """An append the leader refuses, with the Kafka error code its exception maps to."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogConfig:
+    """The topic configs this log acts on (``LogConfig``)."""
+
+    segment_bytes: int
+    max_message_bytes: int
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendResult:
+    """``LogAppendInfo`` as the produce response needs it."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadResult:
+    """``LogReadInfo``: bytes (possibly ending in a partial batch, as Kafka's slice can) and
+    offsets; ``aborted_transactions`` is None unless the read was read_committed."""
+
+    records: bytes
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[AbortedTransaction] | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndTimestamp:
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class _Segment:
+    base_offset: int
+    path: Path
+    size: int = 0
+    aborted: list[AbortedTxnEntry] = field(default_factory=list)
+    fd: int | None = None
+
+    def pread(self, size: int, position: int) -> bytes:
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self.fd, size, position)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclass(slots=True)
+class _BatchRef:
+    base_offset: int
+    last_offset: int
+    segment: _Segment
+    position: int
+    size: int
+    max_timestamp: int
+
+
+class PartitionLog:
+    """A partition's log as its (only) leader sees it."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        directory: Path,
+        config: LogConfig,
+        *,
+        leader_epoch: int = 0,
+        max_transaction_timeout_ms: int = 900_000,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.dir = directory
+        self.config = config
+        self.leader_epoch = leader_epoch
+        self.producer_state = ProducerStateManager(
+            max_transaction_timeout_ms=max_transaction_timeout_ms)
+        self.writer = PartitionWriter(directory, segment_bytes=config.segment_bytes)
+        self.segments: list[_Segment] = []
+        self._batches: list[_BatchRef] = []
+        self._last_offsets: list[int] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.high_watermark = 0
+        self.load_problems: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Load the segments already in the directory, then start a new active segment.
+
+        Mirrors the clean-shutdown path of ``LogLoader``: batches are indexed, producer state is
+        rebuilt by replaying every batch (origin REPLICATION, as ``LogSegment#updateProducerState``
+        does) and aborted transactions are read from the ``.txnindex`` files. Anything after the
+        first damaged batch of a segment is cut off, as Kafka's recovery truncates. Unlike Kafka,
+        appends continue in a fresh segment at the log end offset rather than in the last one.
+        """
+        logs = []
+        for path in self.dir.glob("*.log"):
+            with contextlib.suppress(ValueError):
+                logs.append((int(path.name[:-4]), path))
+        logs.sort()
+        for i, (base, path) in enumerate(logs):
+            self._load_segment(base, path, last=i == len(logs) - 1)
+        if self.segments and self.segments[-1].size == 0:
+            empty = self.segments.pop()
+            self.writer.log_end_offset = empty.base_offset
+        self.writer.log_end_offset = max(self.writer.log_end_offset, self.log_end_offset)
+        self.log_end_offset = self.writer.log_end_offset
+        self.high_watermark = self.log_end_offset
+        if self.segments:
+            self.log_start_offset = self.segments[0].base_offset
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        self.producer_state.last_snap_offset = max(
+            (self._snapshot_offsets() or [0])[-1], 0)
+        self.producer_state.on_high_watermark_updated(self.high_watermark)
+        self._roll(self.log_end_offset)
+
+    def _snapshot_offsets(self) -> list[int]:
+        out = []
+        for p in self.dir.glob("*.snapshot"):
+            with contextlib.suppress(ValueError):
+                out.append(int(p.name.split(".")[0]))
+        return sorted(out)
+
+    def _load_segment(self, base: int, path: Path, *, last: bool) -> None:
+        data = path.read_bytes()
+        seg = _Segment(base, path)
+        good_end = 0
+        for entry in iter_segment(data, path=str(path)):
+            if isinstance(entry, SegmentProblem):
+                if last and entry.kind in (TRUNCATED_BATCH, ZERO_PADDING):
+                    break  # what a killed process leaves: cut off below, as Kafka recovers
+                raise LogLoadError(f"{entry}; kafkatx serve only appends to logs without "
+                                   "damage (use `kafkatx inspect` on this log dir)")
+            if not isinstance(entry, RecordBatch):
+                raise LogLoadError(f"{path}:{good_end}: a legacy (v0/v1) message; kafkatx serve "
+                                   "only appends to logs of v2 batches")
+            h = entry.header
+            self._index_batch(seg, good_end, h.size, h.base_offset, h.last_offset,
+                              h.max_timestamp)
+            control = entry.control.type_id if entry.control is not None else None
+            self._replay(read_header(data, good_end), control)
+            good_end += h.size
+        if good_end < len(data):
+            self.load_problems.append(f"{path}: truncated to {good_end} of {len(data)} bytes "
+                                      "(a partial batch after an unclean shutdown)")
+            with open(path, "r+b") as f:
+                f.truncate(good_end)
+        seg.size = good_end
+        if good_end and not (path.with_suffix(".index").exists()
+                             and path.with_suffix(".timeindex").exists()):
+            self._rebuild_indexes(base, data[:good_end])
+        txn_path = path.with_suffix(".txnindex")
+        if txn_path.exists():
+            read = read_txn_index(txn_path.read_bytes(), base_offset=base, path=str(txn_path))
+            seg.aborted.extend(read.entries)
+        self.segments.append(seg)
+        if self._batches:
+            self.log_end_offset = self._batches[-1].last_offset + 1
+        else:
+            self.log_end_offset = max(self.log_end_offset, base)
+
+    def _rebuild_indexes(self, base: int, data: bytes) -> None:
+        """``LogSegment#recover``: a segment left without its indexes (the active segment of a
+        process that was killed) gets them rebuilt from its batches, as the writer would have."""
+        self.load_problems.append(f"{self.dir / segment_name(base, '.log')}: rebuilding its "
+                                  ".index and .timeindex")
+        with tempfile.TemporaryDirectory(dir=self.dir.parent) as tmp:
+            writer = PartitionWriter(tmp, segment_bytes=len(data) + 1)
+            writer.roll(base)
+            for h in split_batches(data)[0]:
+                writer.append(data[h.position:h.position + h.size])
+            writer.close()
+            for suffix in (".index", ".timeindex"):
+                os.replace(Path(tmp) / segment_name(base, suffix),
+                           self.dir / segment_name(base, suffix))
+
+    def _replay(self, h: BatchHeader, control: int | None) -> None:
+        if not h.has_producer_id:
+            return
+        psm = self.producer_state
+        info = psm.prepare_update(h.producer_id, AppendOrigin.REPLICATION)
+        completed: CompletedTxn | None = None
+        if h.is_control:
+            if control in (ControlType.COMMIT, ControlType.ABORT):
+                completed = info.append_end_txn_marker(
+                    is_commit=control == ControlType.COMMIT, coordinator_epoch=-1,
+                    producer_epoch=h.producer_epoch, offset=h.base_offset,
+                    timestamp=h.max_timestamp, transaction_version=TV_UNKNOWN)
+        else:
+            info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence,
+                                   h.max_timestamp, h.base_offset, h.last_offset,
+                                   h.is_transactional)
+        psm.update(info)
+        if completed is not None:
+            psm.complete_txn(completed)
+        psm.on_high_watermark_updated(h.last_offset + 1)
+
+    # -- appends -----------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes, now_ms: int) -> AppendResult:
+        """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT)."""
+        try:
+            headers, valid = split_batches(records)
+        except BatchFrameError as exc:
+            raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
+        if not headers:
+            raise AppendError(ErrorCode.invalid_record, "Record batch has no batches at all")
+        if len(headers) > 1:
+            raise AppendError(ErrorCode.invalid_record,
+                              "Compressed outer record has more than one batch")
+        h = headers[0]
+        self._analyze_and_validate(records, h)
+        buf = bytearray(records[:valid])
+        offset = self.log_end_offset
+        set_base_offset(buf, 0, offset)
+        set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        append_time = NO_TIMESTAMP
+        if self.config.log_append_time:
+            append_time = now_ms
+            set_log_append_time(buf, h, now_ms)
+        h = read_header(buf, 0)
+        if h.size > self.config.segment_bytes:
+            raise AppendError(ErrorCode.record_list_too_large,
+                              f"Message batch size is {h.size} bytes in append to partition "
+                              f"{self.name}, which exceeds the maximum configured segment size "
+                              f"of {self.config.segment_bytes}.")
+        self._maybe_roll(h.size)
+        if h.has_producer_id:
+            entry = self.producer_state.last_entry(h.producer_id)
+            if entry is not None:
+                dup = entry.find_duplicate_batch(h.producer_epoch, h.base_sequence,
+                                                 h.last_sequence)
+                if dup is not None:
+                    # UnifiedLog#append sets the log append time of a duplicate to the original
+                    # batch's timestamp, whatever the topic's timestamp type.
+                    return AppendResult(first_offset=dup.first_offset,
+                                        last_offset=dup.last_offset,
+                                        log_append_time=dup.timestamp,
+                                        log_start_offset=self.log_start_offset, duplicate=True)
+            info = self.producer_state.prepare_update(h.producer_id, AppendOrigin.CLIENT)
+            try:
+                info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence,
+                                       h.max_timestamp, h.base_offset, h.last_offset,
+                                       h.is_transactional)
+            except ProducerStateError as exc:
+                code = _PRODUCER_STATE_ERRORS.get(type(exc), ErrorCode.unknown_server_error)
+                raise AppendError(code, str(exc)) from None
+        else:
+            info = None
+        self._write(bytes(buf), h)
+        if info is not None:
+            self.producer_state.update(info)
+        self._after_append(h.last_offset)
+        return AppendResult(first_offset=offset, last_offset=h.last_offset,
+                            log_append_time=append_time, log_start_offset=self.log_start_offset)
+
+    def append_end_txn_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        now_ms: int,
+        transaction_version: int = 0,
+    ) -> int:
+        """``UnifiedLog#appendAsLeader`` of a COMMIT/ABORT marker (origin COORDINATOR);
+        ``.txnindex`` gets an entry when the marker aborts an open transaction. Returns the
+        marker's offset. Raises ``AppendError`` as Kafka's WriteTxnMarkers path would."""
+        offset = self.log_end_offset
+        batch = build_control_batch(
+            base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch,
+            control_type=int(ControlType.COMMIT if commit else ControlType.ABORT),
+            timestamp=now_ms, coordinator_epoch=coordinator_epoch,
+            partition_leader_epoch=self.leader_epoch)
+        h = read_header(batch, 0)
+        self._maybe_roll(h.size)
+        info = self.producer_state.prepare_update(producer_id, AppendOrigin.COORDINATOR)
+        try:
+            completed = info.append_end_txn_marker(
+                is_commit=commit, coordinator_epoch=coordinator_epoch,
+                producer_epoch=producer_epoch, offset=offset, timestamp=now_ms,
+                transaction_version=transaction_version)
+        except ProducerStateError as exc:
+            code = _PRODUCER_STATE_ERRORS.get(type(exc), ErrorCode.unknown_server_error)
+            raise AppendError(code, str(exc)) from None
+        self._write(batch, h)
+        self.producer_state.update(info)
+        if completed is not None:
+            lso = self.producer_state.last_stable_offset(completed)
+            if completed.is_aborted:
+                self._append_txn_index(completed, lso)
+            self.producer_state.complete_txn(completed)
+        self._after_append(offset)
+        return offset
+
+    def _analyze_and_validate(self, records: bytes, h: BatchHeader) -> None:
+        """``UnifiedLog#analyzeAndValidateRecords`` + ``LogValidator#validateBatch`` (CLIENT)."""
+        if h.base_offset != 0:
+            raise AppendError(ErrorCode.invalid_record,
+                              f"The baseOffset of the record batch in the append to {self.name} "
+                              f"should be 0, but it is {h.base_offset}")
+        if h.size > self.config.max_message_bytes:
+            raise AppendError(ErrorCode.message_too_large,
+                              f"The record batch size in the append to {self.name} is {h.size} "
+                              "bytes which exceeds the maximum configured value of "
+                              f"{self.config.max_message_bytes}.")
+        if not crc_valid(records, h):
+            raise AppendError(ErrorCode.corrupt_message,
+                              f"Record is corrupt (stored crc = {h.crc}) in topic partition "
+                              f"{self.name}.")
+        if h.compression_id > 4:
+            raise AppendError(ErrorCode.corrupt_message,
+                              f"Unknown compression type id: {h.compression_id}")
+        count_from_offsets = h.last_offset_delta + 1
+        if count_from_offsets <= 0:
+            raise AppendError(ErrorCode.invalid_record,
+                              f"Batch has an invalid offset range: [0, {h.last_offset_delta}] in "
+                              f"topic partition {self.name}")
+        if h.records_count <= 0:
+            raise AppendError(ErrorCode.invalid_record,
+                              f"Invalid reported count for record batch: {h.records_count} in "
+                              f"topic partition {self.name}")
+        if count_from_offsets != h.records_count:
+            raise AppendError(ErrorCode.invalid_record,
+                              f"Inconsistent batch offset range [0, {h.last_offset_delta}] and "
+                              f"count of records {h.records_count} in topic partition "
+                              f"{self.name}")
+        if h.is_control:
+            raise AppendError(ErrorCode.invalid_record,
+                              "Clients are not allowed to write control records in topic "
+                              f"partition {self.name}")
+        if h.has_producer_id and h.base_sequence < 0:
+            raise AppendError(ErrorCode.invalid_record,
+                              f"Invalid sequence number {h.base_sequence} in record batch with "
+                              f"producerId {h.producer_id} in topic partition {self.name}")
+
+    def _maybe_roll(self, size: int) -> None:
+        """``UnifiedLog#maybeRoll`` (size only): a full segment is closed and a new one started at
+        the log end offset, after a producer snapshot named by that offset (``roll``)."""
+        active = self.segments[-1]
+        if active.size > 0 and active.size + size > self.config.segment_bytes:
+            self._roll(self.log_end_offset)
+
+    def _roll(self, base_offset: int) -> None:
+        if self.segments and self.segments[-1].base_offset == base_offset:
+            return
+        self.writer.roll(base_offset)
+        self.segments.append(_Segment(base_offset, self.dir / segment_name(base_offset, ".log")))
+        self.producer_state.update_map_end_offset(base_offset)
+        self.take_snapshot()
+
+    def _write(self, batch: bytes, h: BatchHeader) -> None:
+        seg = self.segments[-1]
+        position = self.writer.append(batch)
+        self._index_batch(seg, position, len(batch), h.base_offset, h.last_offset,
+                          h.max_timestamp)
+        seg.size = position + len(batch)
+
+    def _index_batch(self, seg: _Segment, position: int, size: int, base: int, last: int,
+                     max_ts: int) -> None:
+        self._batches.append(_BatchRef(base, last, seg, position, size, max_ts))
+        self._last_offsets.append(last)
+
+    def _after_append(self, last_offset: int) -> None:
+        self.log_end_offset = last_offset + 1
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        # The only replica is the whole ISR: the high watermark follows the log end offset.
+        self.high_watermark = self.log_end_offset
+        self.producer_state.on_high_watermark_updated(self.high_watermark)
+
+    def _append_txn_index(self, completed: CompletedTxn, lso: int) -> None:
+        """``LogSegment#updateTxnIndex``: the segment holding the marker gets the entry."""
+        seg = self.segments[-1]
+        entry = AbortedTxnEntry(producer_id=completed.producer_id,
+                                first_offset=completed.first_offset,
+                                last_offset=completed.last_offset, last_stable_offset=lso)
+        seg.aborted.append(entry)
+        with open(self.dir / segment_name(seg.base_offset, ".txnindex"), "ab") as f:
+            f.write(build_txn_index([entry]))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        return last_stable_offset(self.producer_state.first_unstable_offset(),
+                                  self.high_watermark)
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        isolation: IsolationLevel,
+        *,
+        min_one_message: bool,
+    ) -> ReadResult:
+        """``UnifiedLog#read`` + ``LocalLog#read`` for a consumer; raises ``AppendError`` with
+        OFFSET_OUT_OF_RANGE outside [log start, log end]."""
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise AppendError(ErrorCode.offset_out_of_range,
+                              f"Received request for offset {fetch_offset} for partition "
+                              f"{self.name}, but we only have log segments in the range "
+                              f"{self.log_start_offset} to {self.log_end_offset}.")
+        hw = self.high_watermark
+        lso = self.last_stable_offset
+        bound = max_fetch_offset(isolation, hw, lso)
+        committed = isolation == IsolationLevel.READ_COMMITTED
+        empty = ReadResult(records=b"", high_watermark=hw, last_stable_offset=lso,
+                           log_start_offset=self.log_start_offset,
+                           aborted_transactions=[] if committed else None)
+        i = bisect.bisect_left(self._last_offsets, fetch_offset)
+        if fetch_offset >= bound or i >= len(self._batches):
+            return empty
+        first = self._batches[i]
+        seg = first.segment
+        j = bisect.bisect_left(self._last_offsets, bound)
+        max_position = (self._batches[j].position
+                        if j < len(self._batches) and self._batches[j].segment is seg
+                        else seg.size)
+        limit = max(max_bytes, first.size) if min_one_message else max_bytes
+        size = min(max_position - first.position, limit)
+        if size <= 0:
+            return empty
+        data = seg.pread(size, first.position)
+        aborted = None
+        if committed:
+            upper = self._fetch_upper_bound(seg, first.position + size)
+            aborted = collect_aborted_transactions(
+                [(s.base_offset, s.aborted) for s in self.segments], fetch_offset, upper)
+        return ReadResult(records=data, high_watermark=hw, last_stable_offset=lso,
+                          log_start_offset=self.log_start_offset, aborted_transactions=aborted)
+
+    def _fetch_upper_bound(self, seg: _Segment, end_position: int) -> int:
+        """``LogSegment#fetchUpperBoundOffset`` at batch granularity, else the next segment's base
+        offset or the log end offset (``LocalLog#addAbortedTransactions``)."""
+        k = bisect.bisect_left(self._last_offsets, seg.base_offset)
+        while k < len(self._batches) and self._batches[k].segment is seg:
+            if self._batches[k].position >= end_position:
+                return self._batches[k].base_offset
+            k += 1
+        return self._batches[k].base_offset if k < len(self._batches) else self.log_end_offset
+
+    def offset_for_timestamp(self, timestamp: int,
+                             isolation: IsolationLevel | None) -> OffsetAndTimestamp | None:
+        """``Partition#fetchOffsetForTimestamp`` + ``UnifiedLog#fetchOffsetByTimestamp``."""
+        if isolation == IsolationLevel.READ_COMMITTED:
+            last_fetchable = self.last_stable_offset
+        elif isolation == IsolationLevel.READ_UNCOMMITTED:
+            last_fetchable = self.high_watermark
+        else:
+            last_fetchable = self.log_end_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(last_fetchable, NO_TIMESTAMP, self.leader_epoch)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return OffsetAndTimestamp(self.log_start_offset, NO_TIMESTAMP, self.leader_epoch)
+        if timestamp == MAX_TIMESTAMP:
+            found = self._max_timestamp_offset()
+        elif timestamp >= 0:
+            found = self._search_timestamp(timestamp)
+        else:
+            return None
+        if found is None or found.offset >= last_fetchable:
+            return None
+        return found
+
+    def _records_of(self, ref: _BatchRef) -> Iterator[Record]:
+        """The records of one stored batch (decompressed); FormatError if they do not decode."""
+        data = ref.segment.pread(ref.size, ref.position)
+        return iter_records(data, 0, parse_header(data, 0))
+
+    def _max_timestamp_offset(self) -> OffsetAndTimestamp | None:
+        best: _BatchRef | None = None
+        for ref in self._batches:
+            if best is None or ref.max_timestamp > best.max_timestamp:
+                best = ref
+        if best is None or best.max_timestamp < 0:
+            return None
+        try:
+            for record in self._records_of(best):
+                if record.timestamp == best.max_timestamp:
+                    return OffsetAndTimestamp(record.offset, record.timestamp, self.leader_epoch)
+        except FormatError:
+            pass
+        return OffsetAndTimestamp(best.last_offset, best.max_timestamp, self.leader_epoch)
+
+    def _search_timestamp(self, target: int) -> OffsetAndTimestamp | None:
+        for ref in self._batches:
+            if ref.max_timestamp < target:
+                continue
+            try:
+                for record in self._records_of(ref):
+                    if record.timestamp >= target:
+                        return OffsetAndTimestamp(record.offset, record.timestamp,
+                                                  self.leader_epoch)
+            except FormatError:
+                continue
+        return None
+
+    # -- snapshots, flush, close ---------------------------------------------------------------
+
+    def take_snapshot(self) -> Path | None:
+        """``ProducerStateManager#takeSnapshot``: only when the map end offset moved on."""
+        psm = self.producer_state
+        if psm.last_map_offset <= psm.last_snap_offset:
+            return None
+        path = self.dir / snapshot_file_name(psm.last_map_offset)
+        atomic_write(path, build_producer_snapshot(psm.snapshot_entries()))
+        psm.last_snap_offset = psm.last_map_offset
+        return path
+
+    def flush(self) -> None:
+        for seg in self.segments:
+            with contextlib.suppress(FileNotFoundError), open(seg.path, "rb+") as f:
+                os.fsync(f.fileno())
+
+    @property
+    def recovery_point(self) -> int:
+        """What a periodic recovery-point checkpoint records: segments below the active one were
+        flushed when they rolled (``UnifiedLog#roll`` schedules the flush)."""
+        return self.segments[-1].base_offset if self.segments else 0
+
+    def close(self) -> None:
+        """``UnifiedLog#close``: producer snapshot at the log end offset, indexes trimmed."""
+        self.take_snapshot()
+        self.writer.close()
+        self.flush()
+        for seg in self.segments:
+            seg.close()
+
+    def release(self) -> None:
+        """Drop open descriptors without writing anything (the partition is being deleted)."""
+        for seg in self.segments:
+            seg.close()
+

@@ -1,0 +1,272 @@
+"""The asyncio server: connections, framing, in-order request processing, dispatch, shutdown.
+
+Mirrors what Kafka's ``SocketServer`` / ``RequestChannel`` / ``KafkaApis#handle`` guarantee a
+client: 4-byte size-prefixed frames, requests of one connection handled one at a time and
+answered in order, ApiVersions answered even for versions the broker does not know (an
+UNSUPPORTED_VERSION reply in the v0 layout, ``ApiVersionsRequest#getErrorResponse``), no response
+for acks=0 produce requests. Where Kafka closes the connection on a request it cannot parse, this
+server answers with an error response when it can encode one (INVALID_REQUEST, or
+UNSUPPORTED_VERSION for an API it does not serve), so a client sees an error, not a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import struct
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from rich.console import Console
+from rich.markup import escape
+
+from kafkatx.broker import protocol
+from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.handlers import ApiHandler, load_handlers
+from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
+from kafkatx.broker.log_manager import LogManager
+from kafkatx.broker.producer_ids import ProducerIdManager
+
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """One request in flight: its header, the response class of its version, the peer."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    response_cls: type
+    peer: str
+
+    @property
+    def resp(self) -> Any:
+        """The kio module of the response (nested entity classes by name)."""
+        return protocol.response_module(self.response_cls)
+
+
+@dataclass(slots=True, eq=False)
+class _Connection:
+    peer: str
+    writer: asyncio.StreamWriter
+    task: asyncio.Task[None] | None = None
+    requests: int = 0
+    client_software: str | None = field(default=None)
+
+
+class Broker:
+    """A single-node broker over ``config.log_dir``."""
+
+    def __init__(self, config: BrokerConfig, *, console: Console | None = None) -> None:
+        self.config = config
+        self.console = console or Console(stderr=True, highlight=False)
+        self.logs = LogManager(config)
+        self.producer_ids = ProducerIdManager()
+        self.handlers: dict[int, ApiHandler] = load_handlers()
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[_Connection] = set()
+        self._appended = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.port = config.port
+        self.stopping = asyncio.Event()
+
+    @property
+    def advertised_host(self) -> str:
+        """The host clients are told to connect to (a wildcard bind advertises localhost)."""
+        return "localhost" if self.config.host in ("", "0.0.0.0", "::") else self.config.host
+
+    # -- logging -----------------------------------------------------------------------------
+
+    def log(self, message: str, *, style: str | None = None) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        self.console.print(f"[dim]{stamp}[/dim] {escape(message)}", style=style)
+
+    def warn(self, message: str) -> None:
+        self.log(message, style="yellow")
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    # -- appends and waiting -------------------------------------------------------------------
+
+    def notify_append(self) -> None:
+        """Wake every fetch waiting for data (``DelayedFetch`` completion on append)."""
+        self._appended.set()
+        self._appended = asyncio.Event()
+
+    async def wait_for_append(self, timeout_s: float) -> bool:
+        event = self._appended
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.logs.start()
+        for problem in self.logs.load_problems:
+            self.warn(problem)
+        self.producer_ids = ProducerIdManager(self.logs.max_producer_id())
+        self._server = await asyncio.start_server(self._accept, self.config.host,
+                                                  self.config.port)
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
+
+    async def _checkpoint_loop(self) -> None:
+        hw_every = self.config.hw_checkpoint_interval_s
+        offsets_every = self.config.offset_checkpoint_interval_s
+        last_offsets = time.monotonic()
+        while True:
+            await asyncio.sleep(hw_every)
+            try:
+                self.logs.checkpoint_high_watermarks()
+                if time.monotonic() - last_offsets >= offsets_every:
+                    self.logs.checkpoint_recovery_points()
+                    self.logs.checkpoint_log_start_offsets()
+                    last_offsets = time.monotonic()
+            except OSError as exc:
+                self.warn(f"checkpoint failed: {exc}")
+
+    async def stop(self) -> None:
+        """Stop accepting, close connections, then write snapshots and checkpoints."""
+        if self._server is not None:
+            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        for conn in list(self._connections):
+            conn.writer.close()
+            if conn.task is not None:
+                conn.task.cancel()
+        tasks = [c.task for c in self._connections if c.task is not None] + self._tasks
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        self.logs.shutdown()
+
+    # -- connections -------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peername = writer.get_extra_info("peername")
+        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
+        conn = _Connection(peer, writer, asyncio.current_task())
+        self._connections.add(conn)
+        self.log(f"connection from {peer}")
+        reason = "closed by client"
+        try:
+            reason = await self._serve(conn, reader)
+        except asyncio.CancelledError:
+            reason = "closed at shutdown"
+        except (ConnectionError, asyncio.IncompleteReadError):
+            reason = "closed by client"
+        except Exception as exc:
+            reason = f"closed after an internal error: {type(exc).__name__}: {exc}"
+            if self.config.verbose:
+                self.console.print(escape(traceback.format_exc()))
+        finally:
+            self._connections.discard(conn)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            self.log(f"{peer} {reason} after {conn.requests} requests")
+
+    async def _serve(self, conn: _Connection, reader: asyncio.StreamReader) -> str:
+        while True:
+            try:
+                size_bytes = await reader.readexactly(4)
+            except asyncio.IncompleteReadError:
+                return "closed by client"
+            size = _SIZE.unpack(size_bytes)[0]
+            if size < 0 or size > protocol.MAX_FRAME_BYTES:
+                self.warn(f"{conn.peer}: request size {size} is invalid; closing")
+                return "closed: invalid frame size"
+            payload = await reader.readexactly(size)
+            conn.requests += 1
+            frame, close_reason = await self._handle_frame(conn, payload)
+            if frame:
+                conn.writer.write(frame)
+                await conn.writer.drain()
+            if close_reason:
+                return close_reason
+
+    async def _handle_frame(self, conn: _Connection, payload: bytes) -> tuple[bytes | None,
+                                                                               str | None]:
+        """(response frame or None, reason to close the connection or None)."""
+        try:
+            head = protocol.peek_header(payload)
+        except protocol.RequestDecodeError as exc:
+            self.warn(f"{conn.peer}: {exc}; closing")
+            return None, "closed: unreadable request header"
+        key, version, corr = head.api_key, head.api_version, head.correlation_id
+        handler = self.handlers.get(key)
+        if key == API_VERSIONS_KEY and (handler is None or not handler.supports(version)):
+            self._verbose(conn, f"ApiVersions v{version} unsupported: v0 error reply")
+            return unsupported_version_reply(corr, self.handlers), None
+        request_cls = protocol.request_type(key, version)
+        if request_cls is None:
+            self.warn(f"{conn.peer}: api key {key} version {version} is unknown; closing")
+            return None, f"closed: unknown api key {key} v{version}"
+        response_cls = protocol.response_type(key, version)
+        if handler is None or not handler.supports(version):
+            self.warn(f"{conn.peer}: {request_cls.__name__} v{version} is not supported")
+            return protocol.encode_response(
+                corr, protocol.error_response(response_cls, ErrorCode.unsupported_version)), None
+        try:
+            header, body = protocol.parse_request(payload, request_cls)
+        except protocol.RequestDecodeError as exc:
+            self.warn(f"{conn.peer}: cannot parse {request_cls.__name__} v{version}: {exc}")
+            return protocol.encode_response(
+                corr, protocol.error_response(response_cls, ErrorCode.invalid_request)), None
+        ctx = RequestContext(key, version, corr, getattr(header, "client_id", None),
+                             response_cls, conn.peer)
+        self._verbose(conn, f"{request_cls.__name__} v{version} corr={corr} "
+                            f"client={ctx.client_id}")
+        try:
+            response = await handler.handle(self, ctx, body)
+        except asyncio.CancelledError:
+            raise
+        except protocol.CloseConnection as exc:
+            self.warn(f"{conn.peer}: {exc}; closing")
+            return None, f"closed: {exc}"
+        except Exception as exc:
+            self.warn(f"{conn.peer}: {request_cls.__name__} v{version} failed: "
+                      f"{type(exc).__name__}: {exc}")
+            if self.config.verbose:
+                self.console.print(escape(traceback.format_exc()))
+            response = protocol.error_response(response_cls, ErrorCode.unknown_server_error)
+        if response is None:
+            return None, None
+        return protocol.encode_response(corr, response), None
+
+    def _verbose(self, conn: _Connection, message: str) -> None:
+        if self.config.verbose:
+            self.log(f"{conn.peer} {message}", style="dim")
+
+
+async def run_broker(config: BrokerConfig, *, console: Console | None = None,
+                     on_listening: Callable[[Broker], None] | None = None) -> None:
+    """Run until SIGTERM/SIGINT, then shut down cleanly."""
+    broker = Broker(config, console=console)
+    await broker.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, broker.stopping.set)
+    if on_listening is not None:
+        on_listening(broker)
+    try:
+        await broker.stopping.wait()
+    finally:
+        broker.log("shutting down: writing producer snapshots and checkpoints")
+        await broker.stop()
+        broker.log("stopped cleanly")
