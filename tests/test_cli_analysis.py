@@ -162,9 +162,12 @@ def test_inspect_json_contract() -> None:
     ranks = [SEVERITY_ORDER[f["severity"]] for f in doc["findings"]]
     assert ranks == sorted(ranks)
     opened = [f for f in doc["findings"] if f["kind"] == "open_transaction"]
-    assert [(f["topic"], f["partition"], f["producer_id"], f["offset"]) for f in opened] == [
-        ("payments", 0, 4003, 19)]
-    assert all(f["severity"] != "error" for f in doc["findings"])
+    assert [(f["topic"], f["partition"], f["producer_id"], f["offset"], f["transactional_id"])
+            for f in opened] == [("payments", 0, 4003, 19, "ledger-writer")]
+    # The coordinator aborted ledger-writer's transaction but no marker reached payments-0.
+    errors = [(f["kind"], f["transactional_id"]) for f in doc["findings"]
+              if f["severity"] == "error"]
+    assert errors == [("hanging_transaction", "ledger-writer")]
 
 
 @pytest.mark.parametrize("now", [NOW, NOW_MS])
@@ -176,7 +179,9 @@ def test_inspect_now_turns_the_hanging_transaction_into_lso_pinned(now: str) -> 
     assert (f["topic"], f["partition"], f["producer_id"], f["producer_epoch"], f["offset"]) == (
         "payments", 0, 4003, 7, 19)
     assert f["severity"] == "error" and f["remediation"] == ABORT
-    assert doc["findings"][0] == f  # errors rank first
+    hanging = doc["findings"][0]  # the headline: the coordinator has moved on
+    assert hanging["kind"] == "hanging_transaction" and hanging["remediation"] == ABORT
+    assert doc["findings"][1] == f  # errors rank first
     assert not [f for f in doc["findings"] if f["kind"] == "open_transaction"]
 
 
@@ -185,9 +190,13 @@ def test_inspect_table_is_one_screen_with_remediation() -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "partitions: 6, segments: 7" in out
-    assert "findings (1 error, 0 warnings, 0 info)" in out
+    assert "findings (2 errors, 1 warning, 0 info)" in out
     lines = out.splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.startswith("error"))
+    assert re.match(r"error\s+hanging_transaction payments-0 offset 19: ledger-writer "
+                    r"\(producer 4003 epoch 7\)", lines[i])
+    assert lines[i + 1].strip() == "remediation: " + ABORT
+    i = next(i for i, ln in enumerate(lines) if re.match(r"error\s+lso_pinned", ln))
     assert re.match(r"error\s+lso_pinned payments-0 offset 19: producer 4003 epoch 7", lines[i])
     assert f"({LOGDIR / 'payments-0'})" in lines[i]
     assert lines[i + 1].strip() == "remediation: " + ABORT
@@ -195,10 +204,11 @@ def test_inspect_table_is_one_screen_with_remediation() -> None:
 
 
 def test_transaction_timeout_decides_what_is_pinned() -> None:
-    # open about 14 minutes at NOW: a one-hour timeout leaves it a plain open transaction
+    # open about 14 minutes at NOW: a one-hour timeout leaves it a plain open transaction (the
+    # coordinator's log still says it is hanging, whatever the age)
     doc = run_json("inspect", "--now", NOW, "--transaction-timeout-ms", "3600000", LOGDIR)
     assert [f["kind"] for f in doc["findings"] if f["partition"] == 0
-            and f["topic"] == "payments"] == ["open_transaction"]
+            and f["topic"] == "payments"] == ["hanging_transaction", "open_transaction"]
 
 
 def test_inspect_corrupt_reports_and_exits_zero() -> None:
@@ -231,14 +241,22 @@ def test_findings_are_capped_per_kind_unless_all(tmp_path: Path) -> None:
 # verify ---------------------------------------------------------------------------------------
 
 
-def test_verify_logdir_passes_with_a_warning() -> None:
+def test_verify_logdir_fails_on_the_hanging_transaction() -> None:
     proc = run("verify", LOGDIR)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"error\s+hanging_transaction payments-0 offset 19", proc.stdout)
     assert re.search(r"warning\s+open_transaction payments-0 offset 19", proc.stdout)
-    assert re.search(r"^0 errors, \d+ warnings?, \d+ info in 6 partitions$", proc.stdout, re.M)
-    doc = run_json("verify", LOGDIR)
-    assert doc["ok"] is True and doc["summary"]["errors"] == 0
+    assert re.search(r"^1 error, \d+ warnings?, \d+ info in 6 partitions$", proc.stdout, re.M)
+    doc = run_json("verify", LOGDIR, expect=1)
+    assert doc["ok"] is False and doc["summary"]["errors"] == 1
     assert doc["summary"]["partitions"] == 6 and doc["summary"]["warnings"] >= 1
+
+
+def test_verify_passes_without_errors() -> None:
+    legacy = LOGDIR.parent / "legacy"
+    proc = run("verify", legacy)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^0 errors, 0 warnings, \d+ info in 1 partition$", proc.stdout, re.M)
 
 
 def test_verify_fails_on_errors() -> None:

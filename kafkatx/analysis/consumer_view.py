@@ -12,7 +12,7 @@ bounded by one segment's header columns plus one batch's records plus the aborte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,8 +106,13 @@ def prepare(
     high_watermark: int | None,
     as_of_offset: int | None = None,
     index_source: str = "file",
+    scan: Callable[[Path], SegmentScan] | None = None,
 ) -> ConsumerView:
-    """Rebuild the partition up to ``as_of_offset`` and decide the fetch bounds and aborted set."""
+    """Rebuild the partition up to ``as_of_offset`` and decide the fetch bounds and aborted set.
+
+    ``scan`` returns a segment's scan by ``.log`` path (default: read and scan it here).
+    """
+    scan_of = _scan if scan is None else scan
     replayer = PartitionReplayer()
     notes: list[str] = []
     end_cut = as_of_offset
@@ -116,7 +121,7 @@ def prepare(
             continue
         if end_cut is not None and seg.base_offset >= end_cut:
             break
-        scan = _scan(seg.log)
+        scan = scan_of(seg.log)
         if end_cut is not None:
             scan = _truncate_scan(scan, end_cut)
         replayer.feed(scan)
@@ -205,6 +210,39 @@ def _compare(files: list[AbortedTxnEntry], rebuilt: list[AbortedTxnEntry]) -> li
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentFetch:
+    """The fetches a consumer makes from one segment: from ``fetch_offset`` up to
+    ``upper_bound`` (the next segment's base offset, or the log end offset)."""
+
+    index: int  # position among the partition's live segments with a .log
+    log: Path
+    fetch_offset: int
+    upper_bound: int
+
+
+def segment_fetches(pdir: PartitionDir, view: ConsumerView, *, from_offset: int | None = None
+                    ) -> tuple[int, list[SegmentFetch]]:
+    """Where the consumer starts, and each segment it reads, in order (as the Java consumer
+    moves from one segment's fetches to the next)."""
+    segments = [s for s in pdir.segments if s.log is not None]
+    start = from_offset if from_offset is not None else (segments[0].base_offset if segments else 0)
+    fetch_offset = start
+    out: list[SegmentFetch] = []
+    for i, seg in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if next_base is not None and next_base <= fetch_offset:
+            continue
+        if seg.base_offset >= view.log_end_offset:
+            break
+        upper_bound = next_base if next_base is not None else view.log_end_offset
+        assert seg.log is not None
+        out.append(SegmentFetch(index=i, log=seg.log, fetch_offset=fetch_offset,
+                                upper_bound=upper_bound))
+        fetch_offset = max(fetch_offset, upper_bound)
+    return start, out
+
+
 def replay_records(
     pdir: PartitionDir,
     view: ConsumerView,
@@ -215,78 +253,90 @@ def replay_records(
     on_problem: Callable[[str], None] | None = None,
 ) -> Iterator[ReplayedRecord]:
     """The consumer's fetches, segment by segment, as records with their visibility."""
+    start, fetches = segment_fetches(pdir, view, from_offset=from_offset)
+    bases = [s.base_offset for s in pdir.segments if s.log is not None]
+    for fetch in fetches:
+        stopped = yield from replay_segment(fetch, view, bases, start=start, to_offset=to_offset,
+                                            show_hidden=show_hidden, on_problem=on_problem)
+        if stopped:
+            return
+
+
+def replay_segment(
+    fetch: SegmentFetch,
+    view: ConsumerView,
+    segment_bases: list[int],
+    *,
+    start: int,
+    to_offset: int | None = None,
+    show_hidden: bool = False,
+    on_problem: Callable[[str], None] | None = None,
+) -> Generator[ReplayedRecord, None, bool]:
+    """The records of one segment's fetches; returns True when the replay ends in it (the
+    consumer reached ``to_offset`` or the fetch bound), so later segments are not read."""
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
-    segments = [s for s in pdir.segments if s.log is not None]
-    txn_by_segment = _by_segment([s.base_offset for s in segments], view.aborted)
+    txn_by_segment = _by_segment(segment_bases, view.aborted)
     marker_of = {(e.producer_id, e.first_offset): e.last_offset for e in view.aborted}
-    start = from_offset if from_offset is not None else (segments[0].base_offset if segments else 0)
-    fetch_offset = start
-    for i, seg in enumerate(segments):
-        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if next_base is not None and next_base <= fetch_offset:
-            continue
-        if seg.base_offset >= view.log_end_offset:
-            break
-        upper_bound = next_base if next_base is not None else view.log_end_offset
-        aborted = collect_aborted_transactions(txn_by_segment, fetch_offset, upper_bound)
-        if view.isolation != IsolationLevel.READ_COMMITTED:
-            aborted = []
-        flt = ReadCommittedFilter(aborted, view.isolation)
-        aborted_firsts: dict[int, list[int]] = {}
-        for a in sorted(aborted):
-            aborted_firsts.setdefault(a.producer_id, []).append(a.first_offset)
-        assert seg.log is not None
-        with open_bytes(seg.log) as data:
-            scan = scan_segment(data, path=str(seg.log))
-            h = scan.headers
-            for j in range(len(h)):
-                last = int(h.last_offset[j])
-                base = int(h.base_offset[j])
-                if last < fetch_offset or base >= view.log_end_offset:
+    fetch_offset = fetch.fetch_offset
+    aborted = collect_aborted_transactions(txn_by_segment, fetch_offset, fetch.upper_bound)
+    if view.isolation != IsolationLevel.READ_COMMITTED:
+        aborted = []
+    flt = ReadCommittedFilter(aborted, view.isolation)
+    aborted_firsts: dict[int, list[int]] = {}
+    for a in sorted(aborted):
+        aborted_firsts.setdefault(a.producer_id, []).append(a.first_offset)
+    log = fetch.log
+    with open_bytes(log) as data:
+        scan = scan_segment(data, path=str(log))
+        h = scan.headers
+        for j in range(len(h)):
+            last = int(h.last_offset[j])
+            base = int(h.base_offset[j])
+            if last < fetch_offset or base >= view.log_end_offset:
+                continue
+            if to_offset is not None and base > to_offset:
+                return True
+            magic = int(h.magic[j])
+            pid = int(h.producer_id[j])
+            is_ctl = bool(h.is_control[j])
+            is_txn = bool(h.is_transactional[j])
+            beyond = base >= max_offset
+            if beyond and not show_hidden:
+                return True
+            decision = Decision.DELIVER
+            if not beyond:
+                decision = flt.decide(
+                    producer_id=pid, is_transactional=is_txn, is_control=is_ctl,
+                    last_offset=last,
+                    is_abort_marker=is_ctl and int(scan.control_type[j]) == ControlType.ABORT)
+            if is_ctl or decision == Decision.CONTROL:
+                continue
+            if decision == Decision.ABORTED and not show_hidden:
+                continue
+            if magic < 2:
+                records = _legacy_records(data, int(h.position[j]), str(log))
+            else:
+                try:
+                    header = parse_header(data, int(h.position[j]), path=str(log))
+                    records = list(iter_records(data, int(h.position[j]), header,
+                                                path=str(log)))
+                except FormatError as exc:
+                    if on_problem is not None:
+                        on_problem(str(exc))
                     continue
-                if to_offset is not None and base > to_offset:
-                    return
-                magic = int(h.magic[j])
-                pid = int(h.producer_id[j])
-                is_ctl = bool(h.is_control[j])
-                is_txn = bool(h.is_transactional[j])
-                beyond = base >= max_offset
-                if beyond and not show_hidden:
-                    return
-                decision = Decision.DELIVER
-                if not beyond:
-                    decision = flt.decide(
-                        producer_id=pid, is_transactional=is_txn, is_control=is_ctl,
-                        last_offset=last,
-                        is_abort_marker=is_ctl and int(scan.control_type[j]) == ControlType.ABORT)
-                if is_ctl or decision == Decision.CONTROL:
+            epoch = int(h.producer_epoch[j])
+            for rec in records:
+                if rec.offset < fetch_offset or rec.offset < start:
                     continue
-                if decision == Decision.ABORTED and not show_hidden:
-                    continue
-                if magic < 2:
-                    records = _legacy_records(data, int(h.position[j]), str(seg.log))
-                else:
-                    try:
-                        header = parse_header(data, int(h.position[j]), path=str(seg.log))
-                        records = list(iter_records(data, int(h.position[j]), header,
-                                                    path=str(seg.log)))
-                    except FormatError as exc:
-                        if on_problem is not None:
-                            on_problem(str(exc))
-                        continue
-                epoch = int(h.producer_epoch[j])
-                for rec in records:
-                    if rec.offset < fetch_offset or rec.offset < start:
-                        continue
-                    if to_offset is not None and rec.offset > to_offset:
-                        return
-                    first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
-                                default=None)
-                    yield _classify(rec, pid, epoch, is_txn, decision, beyond, view,
-                                    marker_of.get((pid, first if first is not None else -1)),
-                                    first)
-            del scan
-        fetch_offset = max(fetch_offset, upper_bound)
+                if to_offset is not None and rec.offset > to_offset:
+                    return True
+                first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
+                            default=None)
+                yield _classify(rec, pid, epoch, is_txn, decision, beyond, view,
+                                marker_of.get((pid, first if first is not None else -1)),
+                                first)
+        del scan
+    return False
 
 
 def _classify(rec: Record, pid: int, epoch: int, is_txn: bool, decision: Decision, beyond: bool,
@@ -345,5 +395,5 @@ def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: 
     return matches[0]
 
 
-__all__ = ["AbortedTransaction", "ConsumerView", "ReplayedRecord", "find_partition", "prepare",
-           "replay_records"]
+__all__ = ["AbortedTransaction", "ConsumerView", "ReplayedRecord", "SegmentFetch",
+           "find_partition", "prepare", "replay_records", "replay_segment", "segment_fetches"]

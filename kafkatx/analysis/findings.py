@@ -61,6 +61,17 @@ KINDS: dict[str, FindingKind] = {
         WARNING, "a producer epoch near 32767, where Kafka must move to a new producer id"),
     "wrong_coordinator_partition": FindingKind(
         WARNING, "a transactional id in a partition partitionFor does not pick for it"),
+    # The coordinator's log joined with the data partitions
+    "hanging_transaction": FindingKind(
+        ERROR, "an open transaction the coordinator has moved on from: no marker will come"),
+    "missing_marker": FindingKind(
+        WARNING, "a completed transaction left no marker in a partition of its set"),
+    "zombie_write": FindingKind(
+        ERROR, "data written under an epoch the coordinator had already fenced"),
+    "transaction_timeout_exceeded": FindingKind(
+        WARNING, "a transaction that outlived its transaction timeout"),
+    "orphan_transaction": FindingKind(
+        WARNING, "an open transaction whose producer id no transactional id owns"),
 }
 
 

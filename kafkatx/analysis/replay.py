@@ -24,6 +24,7 @@ from kafkatx.semantics.producer_state import (
     Violation,
     last_stable_offset,
 )
+from kafkatx.storage.layout import CONSUMER_OFFSETS_TOPIC
 
 COMMITTED = "committed"
 ABORTED = "aborted"
@@ -127,8 +128,13 @@ class PartitionReplayer:
         state: ProducerStateManager | None = None,
         start_offset: int | None = None,
         snapshot_offsets: Iterable[int] = (),
+        topic: str | None = None,
     ) -> None:
         self.result = ReplayResult(state=state or ProducerStateManager())
+        # Offset commits in __consumer_offsets are appended by the group coordinator (origin
+        # COORDINATOR: epochs checked, sequences not, every batch at base sequence 0).
+        self.audit_origin = (AppendOrigin.COORDINATOR if topic == CONSUMER_OFFSETS_TOPIC
+                             else AppendOrigin.CLIENT)
         self.start_offset = start_offset
         self._open: dict[int, Transaction] = {}
         self._snapshot_offsets = sorted(set(snapshot_offsets))
@@ -208,7 +214,7 @@ class PartitionReplayer:
               max_ts: int, count: int, is_txn: bool) -> None:
         psm = self.result.state
         entry = psm.last_entry(pid)
-        if entry is not None and base_seq >= 0:
+        if entry is not None and base_seq >= 0 and self.audit_origin == AppendOrigin.CLIENT:
             dup = entry.find_duplicate_batch(epoch, base_seq, last_seq)
             if dup is not None:
                 assert self._current is not None
@@ -217,7 +223,8 @@ class PartitionReplayer:
                     message=f"producer {pid} epoch {epoch} sequences {base_seq}..{last_seq} were "
                             f"already written at offsets {dup.first_offset}..{dup.last_offset}: "
                             "a duplicate the leader should have answered, not appended"))
-        info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
+        info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit,
+                                  audit_origin=self.audit_origin)
         try:
             info.append_data_batch(epoch, base_seq, last_seq, max_ts, base, last, is_txn)
         except ProducerStateError:

@@ -9,6 +9,12 @@ from pathlib import Path
 DEFAULT_SEGMENT_BYTES = 1 << 30  # log.segment.bytes
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # message.max.bytes
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+# transaction.abort.timed.out.transaction.cleanup.interval.ms
+DEFAULT_TRANSACTION_ABORT_INTERVAL_MS = 10_000
+DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms
+# transaction.remove.expired.transaction.cleanup.interval.ms
+DEFAULT_REMOVE_EXPIRED_INTERVAL_MS = 3_600_000
+DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
 LEADER_EPOCH = 0  # a single node that never loses leadership
 
 
@@ -23,6 +29,10 @@ class BrokerConfig:
     node_id: int = 1
     verbose: bool = False
     transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS
+    transaction_abort_interval_ms: int = DEFAULT_TRANSACTION_ABORT_INTERVAL_MS
+    transactional_id_expiration_ms: int = DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS
+    remove_expired_interval_ms: int = DEFAULT_REMOVE_EXPIRED_INTERVAL_MS
+    group_initial_rebalance_delay_ms: int = DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS
     hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
     offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
 

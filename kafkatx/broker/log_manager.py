@@ -47,7 +47,19 @@ REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+GROUP_METADATA_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # Topic.TRANSACTION_STATE_TOPIC_NAME
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
+INTERNAL_PARTITIONS = 50  # offsets.topic.num.partitions / transaction.state.log.num.partitions
+# The topic configs Kafka creates the internal topics with (GroupCoordinator#offsetsTopicConfigs,
+# TransactionStateManager#transactionTopicConfigs; both segment sizes default to 100 MiB).
+INTERNAL_TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
+    GROUP_METADATA_TOPIC: {"cleanup.policy": "compact", "compression.type": "producer",
+                           "segment.bytes": "104857600"},
+    TRANSACTION_STATE_TOPIC: {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                              "min.insync.replicas": "1", "segment.bytes": "104857600",
+                              "unclean.leader.election.enable": "false"},
+}
 MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -90,14 +102,27 @@ def kafka_uuid(u: uuid.UUID) -> str:
 
 @dataclass(slots=True)
 class Topic:
+    """A topic of ``num_partitions`` partitions; ``logs`` holds the ones that exist on disk.
+
+    Ordinary topics have every partition on disk. The internal topics have 50 partitions whose
+    directories are created when a coordinator first writes to one (a log dir written by
+    ``kafkatx serve`` then holds only the coordinator partitions that were used).
+    """
+
     name: str
     topic_id: uuid.UUID
     configs: dict[str, str] = field(default_factory=dict)  # overrides only
-    partitions: list[PartitionLog] = field(default_factory=list)
+    num_partitions: int = 0
+    logs: dict[int, PartitionLog] = field(default_factory=dict)
 
     @property
     def is_internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
+
+    @property
+    def partitions(self) -> list[PartitionLog]:
+        """The partitions on disk, in partition order."""
+        return [self.logs[p] for p in sorted(self.logs)]
 
 
 class LogManager:
@@ -170,17 +195,26 @@ class LogManager:
                     if meta.topic_id is not None:
                         topic_id = uuid.UUID(bytes=uuid_to_bytes(meta.topic_id))
                         break
-            topic = Topic(name, topic_id or random_topic_id())
+            internal = name in INTERNAL_TOPICS
+            topic = Topic(name, topic_id or random_topic_id(),
+                          dict(INTERNAL_TOPIC_CONFIGS.get(name, {})),
+                          num_partitions=INTERNAL_PARTITIONS if internal else 0)
             for partition, path in sorted(parts):
-                if partition != len(topic.partitions):
+                if internal and partition >= INTERNAL_PARTITIONS:
+                    self.load_problems.append(f"{path}: partition {partition} of an internal "
+                                              f"topic of {INTERNAL_PARTITIONS}; ignored")
+                    continue
+                if not internal and partition != len(topic.logs):
                     self.load_problems.append(f"{path}: partition {partition} without all the "
                                               "partitions below it; ignored")
                     continue
                 log = self._new_log(topic, partition, path)
                 log.open()
                 self.load_problems.extend(log.load_problems)
-                topic.partitions.append(log)
-            if topic.partitions:
+                topic.logs[partition] = log
+            if topic.logs:
+                if not internal:
+                    topic.num_partitions = len(topic.logs)
                 self.topics[name] = topic
 
     # -- topics ------------------------------------------------------------------------------
@@ -206,19 +240,47 @@ class LogManager:
             raise TopicError("invalid", problem)
         if name in self.topics:
             raise TopicError("exists", f"Topic '{name}' already exists.")
-        topic = Topic(name, random_topic_id(), dict(configs or {}))
+        topic = Topic(name, random_topic_id(), dict(configs or {}),
+                      num_partitions=num_partitions)
         for p in range(num_partitions):
-            path = self.root / f"{name}-{p}"
-            path.mkdir(parents=True, exist_ok=True)
-            atomic_write(path / PARTITION_METADATA_FILE,
-                         build_partition_metadata(kafka_uuid(topic.topic_id)))
-            atomic_write(path / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
-                [EpochEntry(epoch=LEADER_EPOCH, start_offset=0)]))
-            log = self._new_log(topic, p, path)
-            log.open()
-            topic.partitions.append(log)
+            self._create_log(topic, p)
         self.topics[name] = topic
         return topic
+
+    def _create_log(self, topic: Topic, partition: int) -> PartitionLog:
+        """``Partition#createLogIfNotExists``: the directory, its metadata files, the log."""
+        path = self.root / f"{topic.name}-{partition}"
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write(path / PARTITION_METADATA_FILE,
+                     build_partition_metadata(kafka_uuid(topic.topic_id)))
+        atomic_write(path / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
+            [EpochEntry(epoch=LEADER_EPOCH, start_offset=0)]))
+        log = self._new_log(topic, partition, path)
+        log.open()
+        topic.logs[partition] = log
+        return log
+
+    def internal_topic(self, name: str) -> Topic:
+        """The internal topic ``name`` (50 partitions), created without any partition on disk
+        when it does not exist yet (Kafka creates it on the first FindCoordinator)."""
+        topic = self.topics.get(name)
+        if topic is None:
+            if name not in INTERNAL_TOPICS:
+                raise TopicError("invalid", f"{name} is not an internal topic")
+            topic = Topic(name, random_topic_id(), dict(INTERNAL_TOPIC_CONFIGS[name]),
+                          num_partitions=INTERNAL_PARTITIONS)
+            self.topics[name] = topic
+        return topic
+
+    def internal_log(self, name: str, partition: int) -> PartitionLog:
+        """A coordinator partition, its directory created on first use."""
+        topic = self.internal_topic(name)
+        log = topic.logs.get(partition)
+        if log is None:
+            if not 0 <= partition < topic.num_partitions:
+                raise TopicError("unknown", f"{name}-{partition} does not exist")
+            log = self._create_log(topic, partition)
+        return log
 
     def delete_topic(self, name: str) -> Topic:
         """``LogManager#asyncDelete`` for each partition: rename to ``<dir>.<uuid>-delete``, then
@@ -226,7 +288,7 @@ class LogManager:
         topic = self.topics.pop(name, None)
         if topic is None:
             raise TopicError("unknown", "This server does not host this topic-partition.")
-        for log in topic.partitions:
+        for log in topic.logs.values():
             log.release()
             unique = uuid.uuid4().hex
             target = log.dir.with_name(f"{log.dir.name}.{unique}-delete")
@@ -236,13 +298,16 @@ class LogManager:
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         t = self.topics.get(topic)
-        if t is None or not 0 <= partition < len(t.partitions):
+        if t is None or not 0 <= partition < t.num_partitions:
             return None
-        return t.partitions[partition]
+        log = t.logs.get(partition)
+        if log is None and t.is_internal:
+            log = self.internal_log(topic, partition)
+        return log
 
     def all_logs(self) -> Iterator[PartitionLog]:
         for topic in self.topics.values():
-            yield from topic.partitions
+            yield from topic.logs.values()
 
     def max_producer_id(self) -> int:
         """The largest producer id any partition's state holds (-1 if none)."""

@@ -43,6 +43,7 @@ from kafkatx.formats.record_batch import (
     RecordBatch,
     build_control_batch,
     iter_records,
+    parse_batch,
     parse_header,
 )
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING, SegmentProblem, iter_segment
@@ -309,8 +310,11 @@ class PartitionLog:
 
     # -- appends -----------------------------------------------------------------------------
 
-    def append_as_leader(self, records: bytes, now_ms: int) -> AppendResult:
-        """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT)."""
+    def append_as_leader(self, records: bytes, now_ms: int, *,
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+        """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT) or a coordinator's
+        records (origin COORDINATOR: no duplicate detection and no sequence checks, as
+        ``UnifiedLog#analyzeAndValidateProducerState`` and ``ProducerAppendInfo`` skip them)."""
         try:
             headers, valid = split_batches(records)
         except BatchFrameError as exc:
@@ -339,7 +343,7 @@ class PartitionLog:
         self._maybe_roll(h.size)
         if h.has_producer_id:
             entry = self.producer_state.last_entry(h.producer_id)
-            if entry is not None:
+            if entry is not None and origin == AppendOrigin.CLIENT:
                 dup = entry.find_duplicate_batch(h.producer_epoch, h.base_sequence,
                                                  h.last_sequence)
                 if dup is not None:
@@ -349,7 +353,7 @@ class PartitionLog:
                                         last_offset=dup.last_offset,
                                         log_append_time=dup.timestamp,
                                         log_start_offset=self.log_start_offset, duplicate=True)
-            info = self.producer_state.prepare_update(h.producer_id, AppendOrigin.CLIENT)
+            info = self.producer_state.prepare_update(h.producer_id, origin)
             try:
                 info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence,
                                        h.max_timestamp, h.base_offset, h.last_offset,
@@ -574,6 +578,17 @@ class PartitionLog:
         if found is None or found.offset >= last_fetchable:
             return None
         return found
+
+    def iter_batches(self) -> Iterator[RecordBatch]:
+        """Every batch from the log start, records decoded (what a coordinator reads when it
+        loads its partition: ``UnifiedLog#read`` with ``FetchIsolation.LOG_END``). A batch whose
+        records do not decode is skipped (loading the log already cut off damage)."""
+        for ref in list(self._batches):
+            data = ref.segment.pread(ref.size, ref.position)
+            try:
+                yield parse_batch(data, 0, decode_records=True)
+            except FormatError as exc:
+                self.load_problems.append(f"{self.name} offset {ref.base_offset}: {exc}")
 
     def _records_of(self, ref: _BatchRef) -> Iterator[Record]:
         """The records of one stored batch (decompressed); FormatError if they do not decode."""

@@ -27,10 +27,12 @@ from rich.markup import escape
 
 from kafkatx.broker import protocol
 from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
 from kafkatx.broker.log_manager import LogManager
 from kafkatx.broker.producer_ids import ProducerIdManager
+from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
 _SIZE = struct.Struct(">i")
 
@@ -69,6 +71,10 @@ class Broker:
         self.console = console or Console(stderr=True, highlight=False)
         self.logs = LogManager(config)
         self.producer_ids = ProducerIdManager()
+        self.groups = GroupCoordinator(
+            self, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
+        self.transactions = TransactionCoordinator(self)
+        self.transactions.id_expiration_ms = config.transactional_id_expiration_ms
         self.handlers: dict[int, ApiHandler] = load_handlers()
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
@@ -111,16 +117,48 @@ class Broker:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    def load(self) -> None:
+        """Open the log dir and load the coordinators (called by ``start``; needs a running
+        event loop for the group coordinator's timers)."""
         self.logs.start()
         for problem in self.logs.load_problems:
             self.warn(problem)
         self.producer_ids = ProducerIdManager(self.logs.max_producer_id())
+        # Groups first: completing a transaction left in Prepare* at load time materialises
+        # the pending offset commits the group coordinator has just loaded.
+        self.groups.load()
+        self.transactions.load()
+
+    def close(self) -> None:
+        """Stop the coordinators' timers and close the log dir cleanly (called by ``stop``)."""
+        self.groups.shutdown()
+        self.logs.shutdown()
+
+    async def start(self) -> None:
+        self.load()
         self._server = await asyncio.start_server(self._accept, self.config.host,
                                                   self.config.port)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
+        self._tasks.append(asyncio.create_task(self._transaction_loop()))
+
+    async def _transaction_loop(self) -> None:
+        """``TransactionCoordinator#startup``'s schedules: abort timed-out transactions every
+        ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, expire idle
+        transactional ids every ``transaction.remove.expired.transaction.cleanup.interval.ms``."""
+        abort_every = self.config.transaction_abort_interval_ms / 1000
+        expire_every = self.config.remove_expired_interval_ms / 1000
+        last_expire = time.monotonic()
+        while True:
+            await asyncio.sleep(abort_every)
+            try:
+                self.transactions.abort_timed_out_transactions()
+                if time.monotonic() - last_expire >= expire_every:
+                    self.transactions.remove_expired_transactional_ids()
+                    last_expire = time.monotonic()
+            except Exception as exc:
+                self.warn(f"transaction coordinator task failed: {type(exc).__name__}: {exc}")
 
     async def _checkpoint_loop(self) -> None:
         hw_every = self.config.hw_checkpoint_interval_s
@@ -152,7 +190,7 @@ class Broker:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
-        self.logs.shutdown()
+        self.close()
 
     # -- connections -------------------------------------------------------------------------
 

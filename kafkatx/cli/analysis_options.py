@@ -15,7 +15,16 @@ import click
 
 from kafkatx.cli.output import stderr_console
 from kafkatx.cli.progress import ScanProgress
-from kafkatx.engines.local import AnalysisOptions, Inspection, inspect_paths
+from kafkatx.engines.base import (
+    AUTO,
+    ENGINE_NAMES,
+    SPARK,
+    Engine,
+    EngineConfig,
+    open_engine,
+    resolve_engine_name,
+)
+from kafkatx.engines.local import AnalysisOptions, Inspection
 from kafkatx.errors import KafkatxError
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, discover
 from kafkatx.storage.manifest import Manifest, recording
@@ -51,10 +60,98 @@ class NowParam(click.ParamType):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EngineCliOptions:
+    """``--engine``, ``--master``, ``--spark-conf``, ``--output``."""
+
+    engine: str = AUTO
+    master: str | None = None
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    output: str | None = None
+    split_size: int | None = None
+    verbose: int = 0
+
+    @property
+    def config(self) -> EngineConfig:
+        return EngineConfig(name=self.engine, master=self.master, spark_conf=self.spark_conf,
+                            split_size=self.split_size, quiet=self.verbose < 1)
+
+
+def _spark_conf(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+                ) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in value:
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", ctx=ctx, param=param)
+        out.append((key.strip(), val))
+    return tuple(out)
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from kafkatx.engines.segment_table import parse_size
+
+    try:
+        size = parse_size(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 128m)", ctx=ctx,
+                                 param=param) from None
+    if size < 1:
+        raise click.BadParameter("must be positive", ctx=ctx, param=param)
+    return size
+
+
+_ENGINE_OPTIONS = (
+    click.option("--engine", type=click.Choice(ENGINE_NAMES), default=AUTO, show_default=True,
+                 help="Where the analysis runs: local (this process), spark (PySpark tasks; "
+                      "needs kafkatx[spark]), or auto: spark when --master is given or the "
+                      "input is large on a many-core machine, else local. Both give the same "
+                      "answers."),
+    click.option("--master", default=None, metavar="URL",
+                 help="Spark master (local[4], spark://host:7077, yarn, k8s://...); implies "
+                      "--engine spark under auto. Default: Spark's own (local[*], or what "
+                      "spark-submit gives)."),
+    click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+                 callback=_spark_conf,
+                 help="A Spark setting (repeatable), e.g. spark.driver.memory=4g."),
+    click.option("--split-size", "split_size", callback=_size, default=None, metavar="SIZE",
+                 help="Spark: bytes of segments per task (e.g. 64m, 256m; default 128m). Big "
+                      "segments are split at batch starts from their .index."),
+    click.option("--output", default=None, metavar="PATH",
+                 help="Also write the tabular results as Parquet into the new directory PATH "
+                      "(outside the inspected paths): partitions.parquet and findings.parquet "
+                      "(records.parquet for replay)."),
+)
+
+
+def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--engine``, ``--master``, ``--spark-conf`` and ``--output``; the command receives
+    them as one ``engine: EngineCliOptions`` keyword."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, engine: str, master: str | None,
+                spark_conf: tuple[tuple[str, str], ...], output: str | None,
+                split_size: int | None, **kwargs: Any) -> Any:
+        ctx = click.get_current_context(silent=True)
+        verbose = 0
+        if ctx is not None and ctx.find_root().obj:
+            verbose = int(ctx.find_root().obj.get("verbose", 0))
+        opts = EngineCliOptions(engine=engine, master=master, spark_conf=spark_conf,
+                                output=output, split_size=split_size, verbose=verbose)
+        return f(*args, engine=opts, **kwargs)
+
+    for option in reversed(_ENGINE_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AnalysisCliOptions:
     now_ms: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     manifest: Path | None = None
+    engine: EngineCliOptions = EngineCliOptions()
 
     @property
     def engine_options(self) -> AnalysisOptions:
@@ -79,16 +176,18 @@ _OPTIONS = (
 
 
 def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--now``, ``--transaction-timeout-ms`` and ``--manifest``; the command receives them
-    as one ``analysis: AnalysisCliOptions`` keyword."""
+    """Add ``--now``, ``--transaction-timeout-ms``, ``--manifest`` and the engine options
+    (:func:`engine_options`); the command receives them as one ``analysis: AnalysisCliOptions``
+    keyword."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
-                manifest: Path | None, **kwargs: Any) -> Any:
+                manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
         opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
-                                  manifest=manifest)
+                                  manifest=manifest, engine=engine)
         return f(*args, analysis=opts, **kwargs)
 
+    wrapper = engine_options(wrapper)
     for option in reversed(_OPTIONS):
         wrapper = option(wrapper)
     return wrapper
@@ -127,7 +226,8 @@ def scan_bytes(disc: Discovery) -> int:
 
 
 def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspection:
-    """Discover, scan with a progress bar (a TTY only), record and write the manifest."""
+    """Discover, analyze with the chosen engine (a progress bar on a TTY), record and write the
+    manifest, and the ``--output`` tables."""
     if not paths:
         raise click.UsageError("give at least one PATH")
     manifest = None
@@ -140,15 +240,26 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspect
         parent = options.manifest.parent
         if not parent.is_dir():
             raise click.BadParameter(f"{parent} is not a directory", param_hint="'--manifest'")
+    output = options.engine.output
+    if output is not None:
+        check_output(output, paths)
     disc = discover_or_fail(paths)
-    with ScanProgress(scan_bytes(disc)) as bar:
-        if manifest is None:
-            result = inspect_paths(paths, options=options.engine_options, progress=bar.advance,
-                                   on_partition=bar.partition)
-        else:
-            with recording(manifest):
-                result = inspect_paths(paths, options=options.engine_options,
-                                       progress=bar.advance, on_partition=bar.partition)
+    total = scan_bytes(disc)
+    config = options.engine.config
+    if manifest is not None and resolve_engine_name(config, total) == SPARK:
+        raise click.UsageError("--manifest records the files read in this process: use it with "
+                               "--engine local")
+    with open_engine(config, input_bytes=total) as engine:
+        with ScanProgress(total, enabled=None if engine.name != SPARK else False) as bar:
+            if manifest is None:
+                result = engine.inspect(paths, options=options.engine_options,
+                                        progress=bar.advance, on_partition=bar.partition)
+            else:
+                with recording(manifest):
+                    result = engine.inspect(paths, options=options.engine_options,
+                                            progress=bar.advance, on_partition=bar.partition)
+        if output is not None:
+            write_inspection(engine, output, result)
     if manifest is not None and options.manifest is not None:
         target = manifest.write(options.manifest)
         err = stderr_console()
@@ -156,3 +267,25 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspect
         for path in manifest.changed_paths():
             err.print(f"kafkatx: warning: {path} changed while it was being read", markup=False)
     return result
+
+
+def check_output(output: str, paths: Sequence[str]) -> None:
+    """``--output`` must be a new directory outside every inspected path."""
+    from kafkatx.engines.tables import check_output_dir, require_pyarrow
+
+    try:
+        require_pyarrow()
+        check_output_dir(output, paths)
+    except KafkatxError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--output'") from None
+
+
+def write_inspection(engine: Engine, output: str, result: Inspection) -> None:
+    """``partitions.parquet`` and ``findings.parquet`` into ``output``."""
+    from kafkatx.engines.tables import FINDINGS, PARTITIONS, findings_table, partitions_table
+
+    reports = sorted(result.partitions, key=lambda r: (r.topic, r.partition, r.broker or "",
+                                                       r.path))
+    written = engine.write_tables(output, {PARTITIONS: partitions_table(reports),
+                                           FINDINGS: findings_table(result.findings)})
+    stderr_console().print(f"wrote {', '.join(written)}", markup=False)

@@ -13,6 +13,7 @@ from kafkatx.cli.inspect_cmd import inspect_command
 from kafkatx.cli.lso_cmd import lso_command
 from kafkatx.cli.replay_cmd import replay_command
 from kafkatx.cli.serve_cmd import serve_command
+from kafkatx.cli.timeline_cmd import timeline_command
 from kafkatx.cli.txn_partition_cmd import txn_partition_command
 from kafkatx.cli.verify_cmd import verify_command
 from kafkatx.errors import KafkatxError
@@ -42,6 +43,7 @@ cli.add_command(verify_command)
 cli.add_command(replay_command)
 cli.add_command(serve_command)
 cli.add_command(txn_partition_command)
+cli.add_command(timeline_command)
 
 
 def main(argv: list[str] | None = None) -> None:

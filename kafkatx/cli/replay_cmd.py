@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from types import TracebackType
 from typing import Any
 
 import click
@@ -17,10 +19,11 @@ from kafkatx.analysis.consumer_view import (
     ConsumerView,
     ReplayedRecord,
     find_partition,
-    prepare,
-    replay_records,
 )
+from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
 from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.engines.base import open_engine
+from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import discover, high_watermarks
 
@@ -50,10 +53,11 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 @click.option("--diff", is_flag=True, help="Only the records read_uncommitted sees and "
               "read_committed does not, grouped by transaction, with counts per reason.")
 @format_option(("table", "jsonl", "csv"))
+@engine_options
 def replay_command(
     paths: tuple[str, ...], topic: str, partition: int, isolation: str, from_offset: int | None,
     to_offset: int | None, as_of_offset: int | None, show_hidden: bool, records: bool,
-    index_source: str, diff: bool, fmt: str,
+    index_source: str, diff: bool, fmt: str, engine: EngineCliOptions,
 ) -> None:
     """Replay what a consumer of one partition received, as Kafka's broker and client decide it.
 
@@ -63,16 +67,30 @@ def replay_command(
     filtering of aborted batches and control records.
     """
     err = stderr_console()
+    if engine.output is not None:
+        check_output(engine.output, paths)
     disc = discover(paths)
     pdir = find_partition(disc.all_partitions(), topic, partition)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
-    view = prepare(pdir, isolation=level, high_watermark=hw, as_of_offset=as_of_offset,
-                   index_source=index_source)
-    _print_header(err, view)
-    problems: list[str] = []
-    items = replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
-                           show_hidden=show_hidden or diff, on_problem=problems.append)
+    size = sum(s.log_size for s in pdir.segments)
+    with open_engine(engine.config, input_bytes=size) as runner, \
+            _records_output(engine.output) as out:
+        view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
+                                    as_of_offset=as_of_offset, index_source=index_source)
+        _print_header(err, view)
+        problems: list[str] = []
+        items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
+                                      show_hidden=show_hidden or diff,
+                                      on_problem=problems.append)
+        _render(out.tee(items), diff=diff, fmt=fmt, records=records)
+    if out.written:
+        err.print(f"wrote {out.written}", markup=False)
+    for p in problems:
+        err.print(f"kafkatx: problem: {p}", markup=False)
+
+
+def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool) -> None:
     if diff:
         _render_diff((r for r in items if not r.visible and r.reason != BEYOND_HW), fmt)
     elif fmt == "jsonl":
@@ -84,8 +102,57 @@ def replay_command(
         _render_csv(items)
     else:
         _render_table(items, records=records)
-    for p in problems:
-        err.print(f"kafkatx: problem: {p}", markup=False)
+
+
+class _RecordsOutput:
+    """``--output``: every replayed record streamed into ``PATH/records.parquet`` (pyarrow,
+    on the driver, whichever engine decoded the records)."""
+
+    BATCH = 10_000
+
+    def __init__(self, target: str | None) -> None:
+        self.target = target
+        self.written: str | None = None
+        self._writer: Any = None
+        self._rows: list[dict[str, Any]] = []
+
+    def __enter__(self) -> _RecordsOutput:
+        return self
+
+    def tee(self, items: Iterable[ReplayedRecord]) -> Iterator[ReplayedRecord]:
+        for r in items:
+            if self.target is not None:
+                self._rows.append(record_row(r.to_dict()))
+                if len(self._rows) >= self.BATCH:
+                    self._flush()
+            yield r
+        # Records the renderer did not pull (it stops early only on errors) are not written.
+
+    def _flush(self) -> None:
+        import pyarrow.parquet as pq
+
+        table = records_table(self._rows)
+        self._rows = []
+        if self._writer is None:
+            assert self.target is not None
+            os.makedirs(self.target.removeprefix("file://"), exist_ok=False)
+            self.written = os.path.join(self.target.removeprefix("file://"),
+                                        f"{RECORDS}.parquet")
+            self._writer = pq.ParquetWriter(self.written, table.schema)
+        self._writer.write_table(table)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.target is None:
+            return
+        if exc is None and (self._rows or self._writer is None):
+            self._flush()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _records_output(target: str | None) -> _RecordsOutput:
+    return _RecordsOutput(target)
 
 
 def _print_header(err: Any, view: ConsumerView) -> None:

@@ -10,8 +10,11 @@ import click
 from rich.console import Console
 
 from kafkatx.broker.config import (
+    DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_SEGMENT_BYTES,
+    DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
     DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
+    DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS,
     BrokerConfig,
 )
 from kafkatx.broker.server import Broker, run_broker
@@ -35,22 +38,43 @@ from kafkatx.broker.server import Broker, run_broker
               help="This broker's node id (node.id in meta.properties).")
 @click.option("--transaction-max-timeout-ms", default=DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
               show_default=True, type=click.IntRange(1),
-              help="Largest transaction timeout a producer may ask for.")
+              help="Largest transaction timeout a producer may ask for "
+                   "(transaction.max.timeout.ms).")
+@click.option("--transaction-abort-interval-ms", default=DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
+              show_default=True, type=click.IntRange(1),
+              help="How often transactions past their timeout are aborted "
+                   "(transaction.abort.timed.out.transaction.cleanup.interval.ms).")
+@click.option("--transactional-id-expiration-ms",
+              default=DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS, show_default=True,
+              type=click.IntRange(1),
+              help="Idle time after which a transactional id is forgotten "
+                   "(transactional.id.expiration.ms).")
+@click.option("--group-initial-rebalance-delay-ms",
+              default=DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS, show_default=True,
+              type=click.IntRange(0),
+              help="How long a new group waits for more members before its first rebalance "
+                   "(group.initial.rebalance.delay.ms).")
 @click.option("--verbose", is_flag=True, help="Log every request on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
                   segment_bytes: int, node_id: int, transaction_max_timeout_ms: int,
-                  verbose: bool) -> None:
+                  transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
+                  group_initial_rebalance_delay_ms: int, verbose: bool) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
-    Real clients (librdkafka, kafka-python, aiokafka, ...) produce and fetch against it; the log
-    dir it leaves is what a Kafka broker would write, ready for `kafkatx inspect`. Prints
+    Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
+    consumer groups against it; the log dir it leaves is what a Kafka broker would write
+    (including the coordinators' __transaction_state and __consumer_offsets partitions), ready
+    for `kafkatx inspect`. Prints
     `listening on HOST:PORT` on stdout once it accepts connections. SIGTERM or Ctrl-C shut it
     down cleanly: producer snapshots, indexes and checkpoints are written, exit status 0.
     """
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           node_id=node_id, verbose=verbose,
-                          transaction_max_timeout_ms=transaction_max_timeout_ms)
+                          transaction_max_timeout_ms=transaction_max_timeout_ms,
+                          transaction_abort_interval_ms=transaction_abort_interval_ms,
+                          transactional_id_expiration_ms=transactional_id_expiration_ms,
+                          group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
     console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def listening(broker: Broker) -> None:

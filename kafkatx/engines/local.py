@@ -10,9 +10,11 @@ the partition checks run. Files are only read (``kafkatx.storage.files``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,9 +25,11 @@ from kafkatx.analysis.checks import (
     partition_checks,
     segment_checks,
 )
+from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.producer_snapshot import read_producer_snapshot
@@ -43,7 +47,14 @@ from kafkatx.storage.discovery import (
 )
 from kafkatx.storage.files import open_bytes
 
+if TYPE_CHECKING:
+    from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
+    from kafkatx.semantics.read_committed import IsolationLevel
+
 Progress = Callable[[int], None]  # called with bytes scanned
+# Runs after a partition's checks with its context and findings; returns the findings to keep.
+Finalize = Callable[[PartitionDir, PartitionContext, list[Finding]], list[Finding]]
+ScanOf = Callable[[Path], SegmentScan]  # a segment's scan by its .log path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +69,7 @@ class Inspection:
     findings: list[Finding] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     discovery: Discovery | None = None
+    timeline: Timeline | None = None  # with keep_timeline: the transactions joined
 
     @property
     def total_bytes(self) -> int:
@@ -104,11 +116,19 @@ def analyze_partition(
     log_start_offset: int | None = None,
     options: AnalysisOptions = AnalysisOptions(),
     progress: Progress | None = None,
+    scan: ScanOf | None = None,
+    finalize: Finalize | None = None,
 ) -> PartitionReport:
+    """Everything kafkatx knows about one partition dir.
+
+    ``scan`` returns a segment's scan by ``.log`` path (default: read and scan the file here);
+    the Spark engine answers it from the rows its data source scanned on the executors.
+    """
+    scan_of = _scan if scan is None else scan
     topic, partition = pdir.topic, pdir.partition
     findings: list[Finding] = []
     snapshot_offsets = [off for off, _ in pdir.snapshots]
-    replayer = PartitionReplayer(snapshot_offsets=snapshot_offsets)
+    replayer = PartitionReplayer(snapshot_offsets=snapshot_offsets, topic=topic)
     seg_checks = segment_checks()
     txn_indexes = {}
     txn_index_paths = {}
@@ -119,7 +139,7 @@ def analyze_partition(
     for i, seg in enumerate(segments):
         if seg.log is None:
             continue
-        scan = _scan(seg.log)
+        scan = scan_of(seg.log)
         size += scan.size
         if progress is not None:
             progress(scan.size)
@@ -168,7 +188,7 @@ def analyze_partition(
         assert raw is not None
         snapshots.append(SnapshotFile(offset=off, path=str(path),
                                       snapshot=read_producer_snapshot(raw, path=str(path))))
-    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, lso_start, leo)
+    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, lso_start, leo, scan_of)
 
     stable = stable_offsets(replay.state, leo, high_watermark)
     pctx = PartitionContext(
@@ -182,13 +202,15 @@ def analyze_partition(
     )
     for check in partition_checks():
         findings.extend(check(pctx))
+    if finalize is not None:
+        findings = finalize(pdir, pctx, [_placed(f, topic, partition) for f in findings])
     hw = leo if high_watermark is None else high_watermark
     report = PartitionReport(
         topic=topic, partition=partition, path=str(pdir.path),
         broker=pdir.log_dir.label if pdir.log_dir is not None else None, state=pdir.state,
         log_start_offset=lso_start, log_end_offset=leo, high_watermark=high_watermark,
         last_stable_offset=stable.last_stable_offset, lso_source=stable.lso_source,
-        records_pending=_records_between(ranges, stable.last_stable_offset, hw),
+        records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
         producers=len(replay.state.producers),
@@ -217,7 +239,8 @@ def _longest(replay: ReplayResult) -> int | None:
 
 
 def _replay_from_snapshot(
-    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], log_start: int, leo: int
+    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], log_start: int, leo: int,
+    scan_of: ScanOf = _scan,
 ) -> tuple[ReplayResult | None, int | None]:
     """Rebuild as a restarting broker: newest loadable snapshot in (log start, LEO], then the
     log tail (``ProducerStateManager#truncateAndReload`` deletes the snapshots outside that range).
@@ -234,11 +257,12 @@ def _replay_from_snapshot(
     replayer = PartitionReplayer(state=state, start_offset=snap.offset)
     for _first, last, path in ranges:
         if last >= snap.offset:
-            replayer.feed(_scan(path))
+            replayer.feed(scan_of(path))
     return replayer.result, snap.offset
 
 
-def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int) -> int:
+def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
+                     scan_of: ScanOf = _scan) -> int:
     """Data records with offsets in [lso, hw): what read_committed consumers cannot see yet."""
     if hw <= lso:
         return 0
@@ -246,7 +270,7 @@ def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int) -> 
     for first, last, path in ranges:
         if last < lso or first >= hw:
             continue
-        h = _scan(path).headers
+        h = scan_of(path).headers
         data = ~h.is_control
         lo = np.maximum(h.base_offset, lso)
         hi = np.minimum(h.last_offset, hw - 1)
@@ -262,10 +286,17 @@ def inspect_paths(
     options: AnalysisOptions = AnalysisOptions(),
     progress: Progress | None = None,
     on_partition: Callable[[PartitionDir], None] | None = None,
+    keep_timeline: bool = False,
+    selection: Selection | None = None,
 ) -> Inspection:
-    """Discover every partition under ``paths`` and analyze each one."""
+    """Discover every partition under ``paths`` and analyze each one, then join the
+    transactions across partitions with the coordinator's log (``coordinator_checks``); with
+    ``keep_timeline`` the joined transactions ``selection`` keeps are in ``result.timeline``."""
     disc = discover(paths)
     result = Inspection(discovery=disc, problems=list(disc.problems))
+    joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
+                                             keep_timeline=keep_timeline,
+                                             selection=selection or Selection())
     checkpoints: dict[int, tuple[dict, dict]] = {}
     for log_dir in disc.log_dirs:
         hws, starts, cp_findings = _root_offsets(log_dir)
@@ -278,8 +309,62 @@ def inspect_paths(
         key = (pdir.topic, pdir.partition)
         report = analyze_partition(pdir, high_watermark=hws.get(key),
                                    log_start_offset=starts.get(key), options=options,
-                                   progress=progress)
+                                   progress=progress, finalize=joined.on_partition)
         result.partitions.append(report)
         result.findings.extend(report.findings)
+    for f in joined.finish():
+        result.findings.append(f)
+        report = next((r for r in result.partitions
+                       if (r.topic, r.partition) == (f.topic, f.partition)), None)
+        if report is not None:
+            report.findings.append(f)
     result.findings = rank(result.findings)
+    result.timeline = joined.timeline()
     return result
+
+
+class LocalEngine:
+    """The in-process engine (:mod:`kafkatx.engines.base` describes the protocol)."""
+
+    name = "local"
+
+    def inspect(self, paths: Iterable[str | os.PathLike[str]], *,
+                options: AnalysisOptions | None = None, progress: Progress | None = None,
+                on_partition: Callable[[PartitionDir], None] | None = None,
+                keep_timeline: bool = False, selection: Selection | None = None) -> Inspection:
+        return inspect_paths(paths, options=options or AnalysisOptions(), progress=progress,
+                             on_partition=on_partition, keep_timeline=keep_timeline,
+                             selection=selection)
+
+    def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
+                      high_watermark: int | None, as_of_offset: int | None = None,
+                      index_source: str = "file") -> ConsumerView:
+        from kafkatx.analysis.consumer_view import prepare
+
+        return prepare(pdir, isolation=isolation, high_watermark=high_watermark,
+                       as_of_offset=as_of_offset, index_source=index_source)
+
+    def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
+                       from_offset: int | None = None, to_offset: int | None = None,
+                       show_hidden: bool = False,
+                       on_problem: Callable[[str], None] | None = None
+                       ) -> Iterator[ReplayedRecord]:
+        from kafkatx.analysis.consumer_view import replay_records
+
+        return replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
+                              show_hidden=show_hidden, on_problem=on_problem)
+
+    def write_tables(self, target: str, tables: dict[str, Any]) -> list[str]:
+        from kafkatx.engines.tables import write_local
+
+        return write_local(target, tables)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

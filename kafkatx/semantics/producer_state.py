@@ -291,8 +291,10 @@ class ProducerAppendInfo:
         verification: VerificationStateEntry | None = None,
         *,
         audit: Audit | None = None,
+        audit_origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> None:
         self.producer_id = producer_id
+        self.audit_origin = audit_origin
         self.current_entry = current_entry
         self.origin = origin
         self.verification = verification
@@ -381,7 +383,7 @@ class ProducerAppendInfo:
         self._check_producer_epoch(epoch, first_offset, TV_UNKNOWN)
         if self.origin == AppendOrigin.CLIENT:
             self._check_sequence(epoch, first_seq, first_offset, raise_it=True)
-        elif self.audit is not None:
+        elif self.audit is not None and self.audit_origin == AppendOrigin.CLIENT:
             self._check_sequence(epoch, first_seq, first_offset, raise_it=False)
         self.updated_entry.add_batch(epoch, last_seq, last_offset, last_offset - first_offset,
                                      last_timestamp)
@@ -449,9 +451,14 @@ class ProducerStateManager:
         verification: VerificationStateEntry | None = None,
         *,
         audit: Audit | None = None,
+        audit_origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> ProducerAppendInfo:
+        """``audit_origin``: whose rules the audit reports (CLIENT for data written by
+        producers; COORDINATOR for the group coordinator's offset commits, which carry no
+        sequences)."""
         current = self.producers.get(producer_id) or ProducerStateEntry.empty(producer_id)
-        return ProducerAppendInfo(producer_id, current, origin, verification, audit=audit)
+        return ProducerAppendInfo(producer_id, current, origin, verification, audit=audit,
+                                  audit_origin=audit_origin)
 
     def update(self, append_info: ProducerAppendInfo) -> None:
         if append_info.producer_id == NO_PRODUCER_ID:

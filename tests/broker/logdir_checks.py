@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from kafkatx.formats.checkpoints import (
     read_partition_metadata,
 )
 from kafkatx.formats.producer_snapshot import ProducerSnapshot, read_producer_snapshot
+from tests.broker.kafkatx_cli import run_cli
 
 
 @dataclass
@@ -39,8 +38,8 @@ def _checkpoint(path: Path) -> OffsetCheckpoint:
 def check_log_dir(root: Path) -> LogDirView:
     """Dump everything (no problem items allowed), sanity-check indexes against the batches,
     read checkpoints and the latest producer snapshot of each partition."""
-    out = subprocess.run([sys.executable, "-m", "kafkatx", "dump", "--format", "jsonl",
-                          str(root)], capture_output=True, check=True, timeout=60)
+    out = run_cli("dump", "--format", "jsonl", str(root))
+    assert out.returncode == 0, out.stderr.decode()
     view = LogDirView()
     index_entries: dict[str, list[dict]] = defaultdict(list)
     for line in out.stdout.decode().splitlines():
@@ -90,7 +89,6 @@ def check_log_dir(root: Path) -> LogDirView:
 
 def verify_clean(root: Path) -> None:
     """``kafkatx verify`` finds no error in the log dir."""
-    run = subprocess.run([sys.executable, "-m", "kafkatx", "verify", "--format", "json",
-                          str(root)], capture_output=True, timeout=60)
+    run = run_cli("verify", "--format", "json", str(root))
     doc = json.loads(run.stdout)
     assert run.returncode == 0 and doc["ok"], doc

@@ -110,7 +110,9 @@ def test_api_versions_and_the_unsupported_version_reply(serve: Serve) -> None:
             assert ranges[PRODUCE] == (3, 9) and ranges[FETCH] == (4, 12)
             assert ranges[METADATA] == (0, 11) and ranges[API_VERSIONS] == (0, 3)
             assert ranges[LIST_OFFSETS] == (1, 7) and ranges[INIT_PRODUCER_ID] == (0, 4)
-            assert JOIN_GROUP not in ranges  # only what is served is advertised
+            assert ranges[JOIN_GROUP] == (0, 7)  # Kafka 3.0's ranges, as far as kio goes
+            assert ranges[24] == (0, 3) and ranges[28] == (0, 3) and ranges[9] == (1, 8)
+            assert 17 not in ranges and 36 not in ranges  # only what is served (no SASL)
         for version in (4, 9):
             # A flexible header v2 (+ empty tagged fields) and no body kio would understand.
             c.send_raw(struct.pack(">hhih", API_VERSIONS, version, 77, 1) + b"x\x00\x00")
@@ -125,10 +127,10 @@ def test_api_versions_and_the_unsupported_version_reply(serve: Serve) -> None:
 def test_unserved_malformed_and_unknown_requests(serve: Serve) -> None:
     proc = serve()
     with WireClient(proc.port) as c:
-        join = request(JOIN_GROUP, 5, group_id="g", session_timeout=datetime.timedelta(
+        join = request(JOIN_GROUP, 9, group_id="g", session_timeout=datetime.timedelta(
             seconds=10), rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
             protocol_type="consumer", protocols=())
-        assert c.call(join).error_code == ErrorCode.unsupported_version
+        assert c.call(join).error_code == ErrorCode.unsupported_version  # v8+ is not served
         # A truncated Metadata body: an (empty) answer, and the connection stays usable.
         corr = c.send(request(METADATA, 5, topics=None, allow_auto_topic_creation=False))
         c.receive_raw()
@@ -313,7 +315,19 @@ def test_topic_admin_metadata_and_coordinators(serve: Serve, tmp_path: Path) -> 
             ("g", 1, proc.port), ("h", 1, proc.port)]
         txn = c.call(request(INIT_PRODUCER_ID, 0, transactional_id="tx",
                              transaction_timeout=datetime.timedelta(seconds=60)))
-        assert txn.error_code == ErrorCode.transactional_id_authorization_failed
+        assert (txn.error_code, txn.producer_epoch) == (ErrorCode.none, 0)
+        too_long = c.call(request(INIT_PRODUCER_ID, 4, transactional_id="tx",
+                                  transaction_timeout=datetime.timedelta(minutes=16),
+                                  producer_id=-1, producer_epoch=-1))
+        assert too_long.error_code == ErrorCode.invalid_transaction_timeout
+        half = c.call(request(INIT_PRODUCER_ID, 4, transactional_id="tx",
+                              transaction_timeout=datetime.timedelta(seconds=60),
+                              producer_id=txn.producer_id, producer_epoch=-1))
+        assert half.error_code == ErrorCode.invalid_request
+        fenced = c.call(request(INIT_PRODUCER_ID, 3, transactional_id="tx",
+                                transaction_timeout=datetime.timedelta(seconds=60),
+                                producer_id=txn.producer_id + 1, producer_epoch=0))
+        assert fenced.error_code == ErrorCode.invalid_producer_epoch  # PRODUCER_FENCED < v4
         gone = c.call(request(DELETE_TOPICS, 4, topic_names=("a.b", "zzz"),
                               timeout=datetime.timedelta(seconds=5)))
         assert [(r.name, r.error_code) for r in gone.responses] == [
@@ -324,7 +338,11 @@ def test_topic_admin_metadata_and_coordinators(serve: Serve, tmp_path: Path) -> 
     again = serve(log_dir=proc.log_dir)
     with WireClient(again.port) as c:
         meta = c.call(request(METADATA, 11, topics=None))
-        assert {t.name: t.topic_id for t in meta.topics} == {"lat": ids["lat"]}
+        topics = {t.name: t for t in meta.topics}
+        assert sorted(topics) == ["__transaction_state", "lat"]
+        assert topics["lat"].topic_id == ids["lat"]
+        internal = topics["__transaction_state"]  # one partition on disk, 50 in the metadata
+        assert internal.is_internal and len(internal.partitions) == 50
     stop_ok(again)
 
 

@@ -25,6 +25,8 @@ HANDLER_MODULES = (
     "kafkatx.broker.handlers.fetch",
     "kafkatx.broker.handlers.list_offsets",
     "kafkatx.broker.handlers.coordinator",
+    "kafkatx.broker.handlers.transactions",
+    "kafkatx.broker.handlers.groups",
 )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
+from kafkatx.broker.config import LEADER_EPOCH
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
 
@@ -33,10 +34,9 @@ def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic) -> Any:
     node = broker.config.node_id
     partitions = tuple(
         protocol.make(ctx.resp.MetadataResponsePartition, error_code=ErrorCode.none,
-                      partition_index=log.partition, leader_id=node,
-                      leader_epoch=log.leader_epoch, replica_nodes=(node,), isr_nodes=(node,),
-                      offline_replicas=())
-        for log in topic.partitions)
+                      partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
+                      replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+        for p in range(topic.num_partitions))
     return protocol.make(ctx.resp.MetadataResponseTopic, error_code=ErrorCode.none,
                          name=topic.name, topic_id=topic.topic_id,
                          is_internal=topic.is_internal, partitions=partitions,

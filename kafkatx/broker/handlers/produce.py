@@ -3,8 +3,9 @@
 Mirrors ``KafkaApis#handleProduceRequest`` (``ProduceRequest#validateRecords``: v3+ needs exactly
 one magic-v2 batch per partition, ZStandard needs v7+; an acks=0 request that failed closes the
 connection instead of answering) and ``ReplicaManager#appendRecords`` (INVALID_REQUIRED_ACKS,
-UNKNOWN_TOPIC_OR_PARTITION, the error each append exception maps to, a duplicate answered with
-the original batch's offsets and no error). A single replica is always the whole ISR, so acks=1
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append to an internal topic,
+the error each append exception maps to, a duplicate answered with the original batch's offsets
+and no error). A single replica is always the whole ISR, so acks=1
 and acks=-1 are answered as soon as the batch is in the log.
 """
 
@@ -17,12 +18,14 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker import protocol
 from kafkatx.broker.batch_header import BatchFrameError, split_batches
 from kafkatx.broker.handlers import api
+from kafkatx.broker.log_manager import INTERNAL_TOPICS
 from kafkatx.broker.partition_log import AppendError, AppendResult
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
 
 ZSTD = 4
+ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
 
 
 def validate_records(version: int, records: bytes | None) -> tuple[ErrorCode, str] | None:
@@ -68,6 +71,9 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
             elif log is None:
                 error = ErrorCode.unknown_topic_or_partition
                 message = "This server does not host this topic-partition."
+            elif topic.name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+                error = ErrorCode.invalid_topic_exception
+                message = f"Cannot append to internal topic {topic.name}"
             else:
                 refused = validate_records(ctx.api_version, part.records)
                 if refused is not None:

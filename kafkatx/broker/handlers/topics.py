@@ -229,7 +229,10 @@ def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
         ("transaction.max.timeout.ms", str(c.transaction_max_timeout_ms), INT),
         ("transaction.state.log.num.partitions", "50", INT),
         ("transaction.state.log.replication.factor", "1", INT),
-        ("transactional.id.expiration.ms", "604800000", INT),
+        ("transactional.id.expiration.ms", str(c.transactional_id_expiration_ms), INT),
+        ("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+         str(c.transaction_abort_interval_ms), INT),
+        ("group.initial.rebalance.delay.ms", str(c.group_initial_rebalance_delay_ms), INT),
         ("log.message.timestamp.type", "CreateTime", STRING),
         ("log.retention.ms", None, LONG),
     ]

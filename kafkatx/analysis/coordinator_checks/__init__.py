@@ -1,0 +1,188 @@
+"""Checks that join the coordinator's log with the data partitions, run by the engine.
+
+The engine calls ``on_partition`` once per partition, after its own checks (the replay and the
+partition's findings are then at hand, and dropped afterwards: memory stays one partition's),
+and ``finish`` once at the end. With ``keep_timeline`` the rows of ``kafkatx timeline`` are
+collected on the way (:class:`kafkatx.analysis.timeline.TimelineBuilder`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from pathlib import Path
+
+from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
+from kafkatx.analysis.coordinator_checks import evidence, rules
+from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.timeline import (
+    COORDINATOR_TOPIC,
+    HANGING,
+    ORPHAN,
+    CoordinatorTransaction,
+    DataVerdict,
+    PartitionJoin,
+    Selection,
+    Timeline,
+    TimelineBuilder,
+    TopicPartition,
+    TransactionJoin,
+    iso,
+    tp_name,
+)
+from kafkatx.storage.discovery import Discovery, PartitionDir
+
+__all__ = ["CoordinatorChecks"]
+
+
+class CoordinatorChecks:
+    """The joined checks of one inspection.
+
+    ``now_ms`` is ``--now`` (None: the newest timestamp among the coordinator's log and each
+    partition's); ``present`` the live partitions among the evidence.
+    """
+
+    def __init__(self, view: CoordinatorView | None, *, present: set[TopicPartition],
+                 now_ms: int | None = None, keep_timeline: bool = False,
+                 selection: Selection | None = None) -> None:
+        self.view = view
+        self.join = TransactionJoin(view)
+        self.now_ms = now_ms
+        self.newest_ms = view.newest_timestamp_ms if view is not None else -1
+        self.builder = (TimelineBuilder(self.join, present=present,
+                                        selection=selection or Selection())
+                        if keep_timeline else None)
+        self._step_owner: dict[tuple[int, int], CoordinatorTransaction] = {
+            (s.partition, s.offset): c for c in self.join.transactions for s in c.steps}
+
+    @classmethod
+    def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
+                      keep_timeline: bool = False, selection: Selection | None = None
+                      ) -> CoordinatorChecks:
+        pdirs = [p for p in disc.all_partitions() if p.is_live]
+        has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
+        view = (coordinator_view(pdirs, now_ms=now_ms, include_segment_damage=False)
+                if has_coordinator else None)
+        return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
+                   keep_timeline=keep_timeline, selection=selection)
+
+    # -- per partition -----------------------------------------------------------------------
+
+    def on_partition(self, pdir: PartitionDir, ctx: PartitionContext, findings: list[Finding]
+                     ) -> list[Finding]:
+        """The partition's findings with transactional ids and the joined findings added."""
+        if ctx.topic == COORDINATOR_TOPIC:
+            return findings
+        replay = ctx.replay
+        self.newest_ms = max(self.newest_ms, replay.max_timestamp)
+        now = self.now_ms if self.now_ms is not None else max(
+            ctx.now_ms, self.view.newest_timestamp_ms if self.view is not None else -1)
+        ev = evidence.partition_evidence(ctx, now_ms=now)
+        pj = self.join.join_partition(ev)
+        lso = ctx.stable.last_stable_offset
+        new: list[tuple[Finding, DataVerdict | None, CoordinatorTransaction | None]] = []
+        for v in pj.verdicts:
+            if v.status == HANGING:
+                f = rules.hanging(v, path=ctx.path, lso=lso,
+                                  stale_copy=self._stale_copy(pdir, v, replay.max_timestamp))
+                new.append((f, v, v.coordinator))
+                if v.coordinator is not None:
+                    v.coordinator.hanging = True
+            elif v.status == ORPHAN:
+                new.append((rules.orphan(v, path=ctx.path, lso=lso), v, None))
+            if v.fence is not None:
+                new.append((rules.zombie(v, path=ctx.path), v, v.coordinator))
+        for mm in pj.missing:
+            new.append((rules.missing_marker(mm, path=ctx.path), None, mm.coordinator))
+        at = {(v.txn.producer_id, v.txn.first_offset): v for v in pj.verdicts}
+        out = [rules.amend(f, at.get((f.producer_id, f.offset)), self._owner(f))
+               for f in findings]
+        if self.builder is not None:
+            self._keep(pdir, ctx, pj, out, new)
+        return out + [f for f, _, _ in new]
+
+    def _owner(self, f: Finding) -> str | None:
+        return None if f.producer_id is None else self.join.owner(f.producer_id)
+
+    def _stale_copy(self, pdir: PartitionDir, v: DataVerdict, newest: int) -> str | None:
+        """A caution when the partition and the coordinator's record come from different log
+        dirs and the partition's copy ends before that record."""
+        step = v.moved_on
+        if step is None or self.view is None or newest >= step.timestamp_ms:
+            return None
+        source = self.view.sources.get(step.partition)
+        if source is None or Path(source).parent == pdir.path.parent:
+            return None
+        return (f"this copy of {tp_name(v.tp)} ends at {iso(newest)}, before that record and "
+                "from another log dir: if it was copied earlier, the marker may have come "
+                "later; confirm with kafka-transactions.sh find-hanging")
+
+    def _keep(self, pdir: PartitionDir, ctx: PartitionContext, pj: PartitionJoin,
+              findings: list[Finding],
+              new: list[tuple[Finding, DataVerdict | None, CoordinatorTransaction | None]]
+              ) -> None:
+        assert self.builder is not None
+        if not self.builder.add(evidence.lane_of(pdir, ctx), pj):
+            return
+        for f, v, c in new:
+            target = c.findings if c is not None else (v.findings if v is not None else None)
+            if target is not None:
+                target.append(f)
+        by_pid: dict[int, list[DataVerdict]] = {}
+        for v in pj.verdicts:  # in offset order
+            by_pid.setdefault(v.txn.producer_id, []).append(v)
+        for f in findings:
+            if f.producer_id is None or f.offset is None:
+                continue
+            mine = by_pid.get(f.producer_id, [])
+            i = bisect_right([v.txn.first_offset for v in mine], f.offset) - 1
+            if i >= 0 and mine[i].covers(f.producer_id, f.offset):
+                v = mine[i]
+                (v.coordinator.findings if v.coordinator is not None else v.findings).append(f)
+        if ctx.topic == "__consumer_offsets":
+            commits = evidence.read_offset_commits(pdir, [v.txn for v in pj.verdicts])
+            for v in pj.verdicts:
+                v.offset_commits = commits.get(v.txn.first_offset, [])
+                if v.coordinator is not None and v.tp in v.coordinator.entries:
+                    v.coordinator.entries[v.tp].offset_commits = list(v.offset_commits)
+
+    # -- at the end ------------------------------------------------------------------------
+
+    def reference_ms(self) -> int:
+        return self.now_ms if self.now_ms is not None else self.newest_ms
+
+    def finish(self) -> list[Finding]:
+        """Coordinator-side findings: timeouts, and the coordinator view's own findings with
+        what the data partitions showed."""
+        out: list[Finding] = []
+        now = self.reference_ms()
+        current = self._current_transactions()
+        for c in self.join.transactions:
+            f = rules.transaction_timeout(c, now_ms=now, is_current=id(c) in current)
+            if f is not None:
+                out.append(f)
+                c.findings.append(f)
+        if self.view is not None:
+            for f in self.view.findings:
+                c = (self._step_owner.get((f.partition, f.offset))
+                     if f.partition is not None and f.offset is not None else None)
+                if c is not None and f.kind == "stuck_prepare":
+                    f = rules.stuck_prepare_detail(f, c)
+                if c is not None:
+                    c.findings.append(f)
+                out.append(f)
+        return out
+
+    def _current_transactions(self) -> set[int]:
+        """The transactions whose last record is their id's newest record."""
+        if self.view is None:
+            return set()
+        last = {(h.records[-1].partition, h.records[-1].offset)
+                for h in self.view.histories.values() if h.records}
+        return {id(c) for c in self.join.transactions
+                if (c.last_step.partition, c.last_step.offset) in last}
+
+    def timeline(self) -> Timeline | None:
+        if self.builder is None:
+            return None
+        return self.builder.build(self.reference_ms())

@@ -1,0 +1,193 @@
+"""Findings that need both the coordinator's log and the data partitions.
+
+- ``hanging_transaction``: KIP-664's definition computed offline (``TransactionsCommand``
+  ``find-hanging``: an open transaction whose producer id the coordinator no longer has an
+  ongoing transaction for, with that partition), with Kafka's ``abort`` command to clear it;
+- ``missing_marker``: a completed transaction whose set lists a partition with no marker,
+  although that partition's log covers the time the marker was written;
+- ``zombie_write``: data written under an epoch the coordinator had already fenced;
+- ``transaction_timeout_exceeded``: a transaction the coordinator aborted after its timeout,
+  or one still Ongoing past it;
+- ``orphan_transaction``: an open transaction of a producer id no transactional id owns.
+
+``coordinator_epoch_regression`` is the replay's (per partition, ``ProducerAppendInfo``'s
+coordinator-epoch check); ``stuck_prepare`` and ``epoch_exhaustion_risk`` are the coordinator
+view's. They get their transactional id here; none is reported twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafkatx.analysis.checks.transactions import abort_command
+from kafkatx.analysis.findings import ERROR, WARNING, Finding
+from kafkatx.analysis.timeline import (
+    COMMIT,
+    COORDINATOR_TOPIC,
+    HANGING,
+    ORPHAN,
+    PENDING,
+    CoordinatorTransaction,
+    DataVerdict,
+    MissingMarker,
+    duration,
+    iso,
+    tp_name,
+)
+
+
+def _who(v: DataVerdict) -> str:
+    t = v.txn
+    who = f"producer {t.producer_id} epoch {t.producer_epoch}"
+    return f"{v.transactional_id} ({who})" if v.transactional_id else who
+
+
+def _span(v: DataVerdict) -> str:
+    t = v.txn
+    return f"from offset {t.first_offset} (last data at {t.last_data_offset})"
+
+
+def hanging(v: DataVerdict, *, path: str, lso: int, stale_copy: str | None = None) -> Finding:
+    t = v.txn
+    message = (f"{_who(v)} has an open transaction in {tp_name(v.tp)} {_span(v)} that no marker "
+               f"will close: {v.reason}")
+    if t.first_offset == lso:
+        message += (f"; it holds the LSO at {lso}: read_committed consumers stay stuck there "
+                    "until it is aborted")
+    if v.fence is not None:
+        message += " (written by a zombie: see zombie_write)"
+    if stale_copy:
+        message += f" ({stale_copy})"
+    return Finding(kind="hanging_transaction", severity=ERROR if v.certain else WARNING,
+                   topic=v.topic, partition=v.partition, producer_id=t.producer_id,
+                   producer_epoch=t.producer_epoch, transactional_id=v.transactional_id,
+                   offset=t.first_offset, location=path,
+                   message=message, remediation=abort_command(v.topic, v.partition,
+                                                              t.first_offset))
+
+
+def orphan(v: DataVerdict, *, path: str, lso: int) -> Finding:
+    t = v.txn
+    message = f"producer {t.producer_id} epoch {t.producer_epoch} has an open transaction in " \
+              f"{tp_name(v.tp)} {_span(v)}, but {v.reason}"
+    if v.certain and t.first_offset == lso:
+        message += f"; it holds the LSO at {lso}"
+    return Finding(kind="orphan_transaction", severity=ERROR if v.certain else WARNING,
+                   topic=v.topic, partition=v.partition, producer_id=t.producer_id,
+                   producer_epoch=t.producer_epoch, offset=t.first_offset, location=path,
+                   message=message,
+                   remediation=abort_command(v.topic, v.partition, t.first_offset)
+                   if v.certain else None)
+
+
+def zombie(v: DataVerdict, *, path: str) -> Finding:
+    t, fence = v.txn, v.fence
+    assert fence is not None
+    message = (f"{_who(v)} wrote to {tp_name(v.tp)} (offsets {t.first_offset}.."
+               f"{t.last_data_offset}, data until {iso(t.last_timestamp)}) after the coordinator "
+               f"had fenced epoch {t.producer_epoch} ({fence.describe()}): a zombie producer (an "
+               "old instance still writing after a new one took over, or a transaction that "
+               "outlived its timeout)")
+    if v.status == HANGING:
+        message += "; its transaction here is hanging (see hanging_transaction)"
+    return Finding(kind="zombie_write", topic=v.topic, partition=v.partition,
+                   producer_id=t.producer_id, producer_epoch=t.producer_epoch,
+                   transactional_id=v.transactional_id, offset=t.first_offset, location=path,
+                   message=message)
+
+
+def missing_marker(mm: MissingMarker, *, path: str) -> Finding:
+    c = mm.coordinator
+    assert c.complete is not None
+    verb = "committed" if c.decision == COMMIT else "aborted"
+    where = tp_name((mm.topic, mm.partition))
+    message = (f"{c.describe()} was {verb} ({c.complete.describe()}) with {where} in its set, "
+               f"but {where} has no {c.decision} marker of producer {c.producer_id} epoch "
+               f"{c.marker_epoch} although its log runs from {iso(mm.log_span[0])} to "
+               f"{iso(mm.log_span[1])}")
+    severity = None
+    if mm.contradicting is not None:
+        m = mm.contradicting
+        severity = ERROR
+        message += (f"; it has a {m.type} marker of that producer and epoch at offset "
+                    f"{m.offset} instead: the partition's outcome contradicts the coordinator's")
+    if mm.data is not None:
+        d = mm.data
+        closed = ("still open" if d.marker_offset is None
+                  else f"closed by the marker at offset {d.marker_offset}")
+        message += (f"; the producer's data there (offsets {d.first_offset}.."
+                    f"{d.last_data_offset}) is {closed}")
+    return Finding(kind="missing_marker", severity=severity, topic=mm.topic,
+                   partition=mm.partition, producer_id=c.producer_id,
+                   producer_epoch=c.marker_epoch, transactional_id=c.transactional_id,
+                   offset=mm.data.first_offset if mm.data is not None else None, location=path,
+                   message=message)
+
+
+def transaction_timeout(c: CoordinatorTransaction, *, now_ms: int, is_current: bool
+                        ) -> Finding | None:
+    """A timeout abort (an epoch fence after the timeout), or an Ongoing transaction past it."""
+    start = c.start_timestamp_ms
+    if start < 0:
+        return None
+    timeout = duration(c.timeout_ms)
+    if c.fenced and c.prepare is not None:
+        took = c.prepare.timestamp_ms - start
+        if took <= c.timeout_ms:
+            return None  # fenced by a new producer instance (InitProducerId), not by a timeout
+        step = c.prepare
+        message = (f"{c.describe()}: the coordinator aborted it {duration(took)} after it "
+                   f"started, past its {timeout} transaction timeout, and fenced epoch "
+                   f"{c.data_epoch} ({c.prepare.describe(where=False)}); the producer must "
+                   "re-initialize")
+    elif is_current and c.prepare is None and not c.closed:
+        age = now_ms - start
+        if age <= c.timeout_ms:
+            return None
+        step = c.last_step
+        message = (f"{c.describe()} is still {c.state} {duration(age)} after it started "
+                   f"({iso(start)}), past its {timeout} transaction timeout: a running "
+                   "coordinator aborts it within seconds, so the coordinator was not running, "
+                   "or the copy of its log stops before the abort")
+    else:
+        return None
+    return Finding(kind="transaction_timeout_exceeded", topic=COORDINATOR_TOPIC,
+                   partition=step.partition, producer_id=c.producer_id,
+                   producer_epoch=c.data_epoch, transactional_id=c.transactional_id,
+                   offset=step.offset, location=step.location, message=message)
+
+
+def amend(f: Finding, verdict: DataVerdict | None, transactional_id: str | None) -> Finding:
+    """A partition finding with its transactional id; ``open_transaction``/``lso_pinned``
+    pointing at the joined finding that explains them (no contradicting second story)."""
+    tid = f.transactional_id or transactional_id
+    message = f.message
+    if verdict is not None and f.kind in ("open_transaction", "lso_pinned"):
+        if verdict.status == HANGING:
+            message += "; it is hanging: no marker will ever close it (see hanging_transaction)"
+        elif verdict.status == ORPHAN and verdict.certain:
+            message += ("; no transactional id owns its producer: no marker will ever close it "
+                        "(see orphan_transaction)")
+        elif verdict.status == PENDING and verdict.reason:
+            message += f"; {verdict.reason}"
+    if tid == f.transactional_id and message == f.message:
+        return f
+    return replace(f, transactional_id=tid, message=message)
+
+
+def stuck_prepare_detail(f: Finding, c: CoordinatorTransaction) -> Finding:
+    """``stuck_prepare`` with the markers found and missing, partition by partition."""
+    written = [f"{tp_name(tp)} (offset {e.marker_offset})" for tp, e in sorted(c.entries.items())
+               if e.marker_offset is not None]
+    pending = [tp_name(tp) for tp, e in sorted(c.entries.items()) if e.marker_offset is None]
+    unseen = [tp_name(tp) for tp in sorted(c.partitions) if tp not in c.entries]
+    parts = []
+    if written:
+        parts.append("markers written to " + ", ".join(written))
+    if pending:
+        parts.append("missing from " + ", ".join(pending))
+    if unseen:
+        parts.append("not among the evidence: " + ", ".join(unseen))
+    if not parts:
+        return f
+    return replace(f, message=f"{f.message} ({'; '.join(parts)})")

@@ -1,0 +1,159 @@
+"""What the group coordinator writes to ``__consumer_offsets`` and reads back when it loads.
+
+Mirrors ``GroupMetadataManager``: ``groupMetadataValue`` (GroupMetadataValue v3, the highest
+non-flexible version), ``offsetCommitValue`` (OffsetCommitValue v3, or v1 when the commit has an
+expire timestamp), ``generateOffsetRecords`` (one batch; transactional commits carry the
+producer's id and epoch and base sequence 0), ``doLoadGroupsAndOffsets`` (last value per key
+wins, a tombstone removes; transactional commits stay pending per producer until a COMMIT marker
+materialises them or an ABORT discards them) and ``readGroupMessageValue`` / ``loadGroup``
+(members present: Stable, else Empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kafkatx.broker.coordinator_log import KeyValue
+from kafkatx.broker.groups import (
+    CommitRecord,
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    OffsetAndMetadata,
+    TopicPartition,
+)
+from kafkatx.errors import FormatError
+from kafkatx.formats.consumer_offsets import (
+    GroupMember,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    build_key,
+    build_value,
+    parse_key,
+    parse_value,
+)
+from kafkatx.formats.record_batch import ControlType, RecordBatch
+
+OFFSET_VALUE_VERSION = 3
+GROUP_VALUE_VERSION = 3
+GroupTopicPartition = tuple[str, str, int]
+
+
+def group_metadata_record(group: GroupMetadata, assignment: Mapping[str, bytes]) -> KeyValue:
+    """``groupMetadataKey`` + ``groupMetadataValue`` of the group as it is now."""
+    protocol = group.protocol_name
+    members = tuple(
+        GroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                    client_id=m.client_id, client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    subscription=m.metadata(protocol) if protocol else b"",
+                    assignment=assignment.get(m.member_id, b""))
+        for m in group.members.values())
+    value = GroupMetadataValue(version=GROUP_VALUE_VERSION,
+                               protocol_type=group.protocol_type or "",
+                               generation=group.generation_id, protocol=protocol,
+                               leader=group.leader_id, members=members,
+                               current_state_timestamp_ms=group.state_timestamp_ms)
+    return build_key(GroupMetadataKey(group=group.group_id)), build_value(value)
+
+
+def offset_commit_records(group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                          ) -> list[KeyValue]:
+    """``offsetCommitKey`` + ``offsetCommitValue`` of each committed partition."""
+    records = []
+    for (topic, partition), o in offsets.items():
+        version = 1 if o.expire_timestamp_ms >= 0 else OFFSET_VALUE_VERSION
+        value = OffsetCommitValue(version=version, offset=o.offset, metadata=o.metadata,
+                                  commit_timestamp_ms=o.commit_timestamp_ms,
+                                  leader_epoch=o.leader_epoch if version >= 3 else -1,
+                                  expire_timestamp_ms=o.expire_timestamp_ms)
+        records.append((build_key(OffsetCommitKey(group=group_id, topic=topic,
+                                                  partition=partition)), build_value(value)))
+    return records
+
+
+@dataclass
+class _Loaded:
+    offsets: dict[GroupTopicPartition, CommitRecord] = field(default_factory=dict)
+    pending: dict[int, dict[GroupTopicPartition, CommitRecord]] = field(default_factory=dict)
+    groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
+
+    def marker(self, producer_id: int, commit: bool) -> None:
+        if commit:
+            for gtp, record in self.pending.get(producer_id, {}).items():
+                current = self.offsets.get(gtp)
+                if current is None or current.older_than(record):
+                    self.offsets[gtp] = record
+        self.pending.pop(producer_id, None)
+
+    def record(self, batch: RecordBatch, key_bytes: bytes | None,
+               value_bytes: bytes | None) -> None:
+        h = batch.header
+        key = parse_key(key_bytes or b"")
+        value = parse_value(key, value_bytes)
+        if isinstance(key, OffsetCommitKey):
+            gtp = (key.group, key.topic, key.partition)
+            target = self.pending.setdefault(h.producer_id, {}) if h.is_transactional \
+                else self.offsets
+            if isinstance(value, OffsetCommitValue):
+                target[gtp] = CommitRecord(h.base_offset, OffsetAndMetadata(
+                    value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
+                    value.expire_timestamp_ms))
+            else:
+                target.pop(gtp, None)
+        elif isinstance(key, GroupMetadataKey):
+            if isinstance(value, GroupMetadataValue):
+                self.groups[key.group] = value
+            else:
+                self.groups.pop(key.group, None)
+
+
+def load_groups(batches: Iterable[RecordBatch], now_ms: int,
+                warn: Callable[[str], None]) -> list[GroupMetadata]:
+    """The groups of one ``__consumer_offsets`` partition with their offsets and the pending
+    transactional commits of producers whose marker is not there yet."""
+    loaded = _Loaded()
+    for batch in batches:
+        if batch.header.is_control:
+            if batch.control is not None:
+                loaded.marker(batch.header.producer_id,
+                              batch.control.type_id == ControlType.COMMIT)
+            continue
+        for record in batch.records or ():
+            try:
+                loaded.record(batch, record.key, record.value)
+            except FormatError as exc:
+                warn(f"offset {record.offset}: {exc}; ignored")
+    names = set(loaded.groups) | {g for g, _, _ in loaded.offsets} | {
+        g for offsets in loaded.pending.values() for g, _, _ in offsets}
+    out = []
+    for name in sorted(names):
+        group = _group(name, loaded.groups.get(name), now_ms)
+        group.offsets = {(t, p): r for (g, t, p), r in loaded.offsets.items() if g == name}
+        for pid, offsets in loaded.pending.items():
+            mine = {(t, p): r for (g, t, p), r in offsets.items() if g == name}
+            if mine:
+                group.pending_txn_offsets[pid] = mine
+        out.append(group)
+    return out
+
+
+def _group(name: str, value: GroupMetadataValue | None, now_ms: int) -> GroupMetadata:
+    if value is None:
+        return GroupMetadata(name, GroupState.EMPTY, now_ms)
+    state = GroupState.STABLE if value.members else GroupState.EMPTY
+    group = GroupMetadata(name, state, value.current_state_timestamp_ms
+                          if value.current_state_timestamp_ms >= 0 else now_ms,
+                          protocol_type=value.protocol_type or None,
+                          protocol_name=value.protocol, generation_id=value.generation)
+    for m in value.members:
+        group.add(MemberMetadata(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            value.effective_rebalance_timeout_ms(m), m.session_timeout_ms, value.protocol_type,
+            [(value.protocol or "", m.subscription)], m.assignment))
+    group.leader_id = value.leader
+    return group

@@ -1,0 +1,228 @@
+"""InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
+WriteTxnMarkers (27), TxnOffsetCommit (28), DescribeProducers (61), DescribeTransactions (65),
+ListTransactions (66).
+
+Mirrors ``KafkaApis#handleInitProducerIdRequest`` (KIP-360's producer id and epoch must be
+both set or both -1), ``handleAddPartitionsToTxnRequest`` for versions 0-3 (an unknown partition
+fails the whole request: its error, OPERATION_NOT_ATTEMPTED for the others),
+``handleAddOffsetsToTxnRequest``, ``handleEndTxnRequest``, ``handleWriteTxnMarkersRequest``,
+``handleTxnOffsetCommitRequest``, ``handleDescribeProducersRequest``,
+``handleDescribeTransactionsRequest`` and ``handleListTransactionsRequest``, including their
+PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH translation for clients older than KIP-588. The
+advertised ranges are Kafka 3.0's (AddPartitionsToTxn v4+ is the broker-to-broker batch of
+KIP-890, which this single node never needs).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker import protocol
+from kafkatx.broker.groups import UNKNOWN_MEMBER_ID, OffsetAndMetadata
+from kafkatx.broker.handlers import api
+from kafkatx.formats.transaction_log import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker, RequestContext
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def fenced_error(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:
+    """Versions before KIP-588 get INVALID_PRODUCER_EPOCH for PRODUCER_FENCED."""
+    if version < first_fenced_version and error == ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    return error
+
+
+@api(22, 0, 4)
+async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    pid = getattr(request, "producer_id", NO_PRODUCER_ID)
+    epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
+    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return protocol.make(ctx.response_cls, error_code=ErrorCode.invalid_request,
+                             producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
+    expected = None if pid == NO_PRODUCER_ID else (pid, epoch)
+    result = broker.transactions.handle_init_producer_id(
+        request.transactional_id, protocol.ms(request.transaction_timeout), expected)
+    if request.transactional_id is None:
+        broker.log(f"{ctx.peer} idempotent producer: producer id {result.producer_id} epoch 0")
+    return protocol.make(ctx.response_cls,
+                         error_code=fenced_error(result.error, ctx.api_version, 4),
+                         producer_id=result.producer_id, producer_epoch=result.producer_epoch)
+
+
+def _existing(broker: Broker, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int],
+                                                                             ErrorCode]:
+    """UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not have, OPERATION_NOT_
+    ATTEMPTED for the rest when any is unknown; empty when all exist."""
+    unknown = {tp for tp in partitions if broker.logs.get(*tp) is None}
+    if not unknown:
+        return {}
+    return {tp: (ErrorCode.unknown_topic_or_partition if tp in unknown
+                 else ErrorCode.operation_not_attempted) for tp in partitions}
+
+
+@api(24, 0, 3)
+async def handle_add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+    errors = _existing(broker, wanted)
+    if not errors:
+        error = broker.transactions.handle_add_partitions(
+            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch, wanted)
+        error = fenced_error(error, ctx.api_version, 2)
+        errors = dict.fromkeys(wanted, error)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(protocol.make(
+            ctx.resp.AddPartitionsToTxnPartitionResult, partition_index=partition,
+            partition_error_code=error))
+    results = tuple(protocol.make(ctx.resp.AddPartitionsToTxnTopicResult, name=topic,
+                                  results_by_partition=tuple(parts))
+                    for topic, parts in by_topic.items())
+    return protocol.make(ctx.response_cls, results_by_topic_v3_and_below=results)
+
+
+@api(25, 0, 3)
+async def handle_add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    error = broker.transactions.handle_add_offsets(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
+    return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2))
+
+
+@api(26, 0, 3)
+async def handle_end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    error, _, _ = broker.transactions.handle_end_transaction(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        bool(request.committed))
+    if error == ErrorCode.none:
+        broker.log(f"{ctx.peer} transactional id {request.transactional_id}: "
+                   f"{'committed' if request.committed else 'aborted'}")
+    return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2))
+
+
+@api(27, 1, 1)
+async def handle_write_txn_markers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    results = []
+    for marker in request.markers:
+        partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        errors = broker.transactions.write_markers(
+            marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+            bool(marker.transaction_result), partitions)
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), error in errors.items():
+            by_topic.setdefault(topic, []).append(protocol.make(
+                ctx.resp.WritableTxnMarkerPartitionResult, partition_index=partition,
+                error_code=error))
+        results.append(protocol.make(
+            ctx.resp.WritableTxnMarkerResult, producer_id=marker.producer_id,
+            topics=tuple(protocol.make(ctx.resp.WritableTxnMarkerTopicResult, name=topic,
+                                       partitions=tuple(parts))
+                         for topic, parts in by_topic.items())))
+    return protocol.make(ctx.response_cls, markers=tuple(results))
+
+
+@api(28, 0, 3)
+async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    now = broker.now_ms()
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if broker.logs.get(*tp) is None:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                p.committed_metadata or "", now)
+    if offsets:
+        errors.update(broker.groups.handle_txn_commit_offsets(
+            request.group_id, request.producer_id, request.producer_epoch,
+            getattr(request, "member_id", UNKNOWN_MEMBER_ID),
+            getattr(request, "group_instance_id", None), getattr(request, "generation_id", -1),
+            offsets))
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(protocol.make(
+            ctx.resp.TxnOffsetCommitResponsePartition, partition_index=partition,
+            error_code=fenced_error(error, ctx.api_version, 2)))
+    return protocol.make(ctx.response_cls, topics=tuple(
+        protocol.make(ctx.resp.TxnOffsetCommitResponseTopic, name=topic,
+                      partitions=tuple(parts)) for topic, parts in by_topic.items()))
+
+
+@api(61, 0, 0)
+async def handle_describe_producers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            log = broker.logs.get(topic.name, index)
+            if log is None:
+                partitions.append(protocol.make(
+                    ctx.resp.PartitionResponse, partition_index=index,
+                    error_code=ErrorCode.unknown_topic_or_partition,
+                    error_message="This server does not host this topic-partition.",
+                    active_producers=()))
+                continue
+            producers = tuple(
+                protocol.make(ctx.resp.ProducerState, producer_id=e.producer_id,
+                              producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
+                              last_timestamp=e.last_timestamp,
+                              coordinator_epoch=e.coordinator_epoch,
+                              current_txn_start_offset=(-1 if e.current_txn_first_offset is None
+                                                        else e.current_txn_first_offset))
+                for _, e in sorted(log.producer_state.producers.items()))
+            partitions.append(protocol.make(ctx.resp.PartitionResponse, partition_index=index,
+                                            error_code=ErrorCode.none, error_message=None,
+                                            active_producers=producers))
+        topics.append(protocol.make(ctx.resp.TopicResponse, name=topic.name,
+                                    partitions=tuple(partitions)))
+    return protocol.make(ctx.response_cls, topics=tuple(topics))
+
+
+@api(65, 0, 0)
+async def handle_describe_transactions(broker: Broker, ctx: RequestContext,
+                                       request: Any) -> Any:
+    states = []
+    for txn_id in request.transactional_ids:
+        error, md = broker.transactions.describe(txn_id)
+        if md is None:
+            states.append(protocol.make(
+                ctx.resp.TransactionState, error_code=error, transactional_id=txn_id,
+                transaction_state="", transaction_timeout=datetime.timedelta(0),
+                transaction_start_time=_EPOCH - datetime.timedelta(milliseconds=1),
+                producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH, topics=()))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(md.topic_partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        states.append(protocol.make(
+            ctx.resp.TransactionState, error_code=ErrorCode.none, transactional_id=txn_id,
+            transaction_state=md.state.kafka_name,
+            transaction_timeout=datetime.timedelta(milliseconds=md.txn_timeout_ms),
+            transaction_start_time=_EPOCH + datetime.timedelta(
+                milliseconds=md.txn_start_timestamp),
+            producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+            topics=tuple(protocol.make(ctx.resp.TopicData, topic=t, partitions=tuple(ps))
+                         for t, ps in by_topic.items())))
+    return protocol.make(ctx.response_cls, transaction_states=tuple(states))
+
+
+@api(66, 0, 0)
+async def handle_list_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    found, unknown = broker.transactions.list_transactions(
+        set(request.producer_id_filters), set(request.state_filters),
+        getattr(request, "duration_filter", -1))
+    return protocol.make(
+        ctx.response_cls, error_code=ErrorCode.none, unknown_state_filters=tuple(unknown),
+        transaction_states=tuple(
+            protocol.make(ctx.resp.TransactionState, transactional_id=md.transactional_id,
+                          producer_id=md.producer_id, transaction_state=md.state.kafka_name)
+            for md in found))

@@ -1,0 +1,432 @@
+"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, markers, timeouts.
+
+Mirrors Kafka's ``TransactionCoordinator`` (``handleInitProducerId`` with
+``prepareInitProducerIdTransit``, ``handleAddPartitionsToTransaction``, ``endTransaction`` for
+transactions v0/v1, ``abortTimedOutTransactions``, ``handleDescribeTransactions``,
+``handleListTransactions``), ``TransactionStateManager`` (the cache of every transactional id,
+``appendTransactionToLog``: a transition takes effect only once its value is in
+``__transaction_state-<partitionFor(id)>``; ``loadTransactionsForTxnTopicPartition``: the last
+value per id wins, a tombstone removes it, PrepareCommit/PrepareAbort are completed;
+``timedOutTransactions``; ``removeExpiredTransactionalIds``) and the marker path of
+``TransactionMarkerChannelManager`` (a COMMIT/ABORT marker in every partition of the
+transaction, then CompleteCommit/CompleteAbort). This single node leads every partition, so the
+markers are written directly (``WriteTxnMarkers``' local append) before EndTxn is answered;
+a marker the leader refuses is logged and that partition dropped, as Kafka does for a partition
+that no longer exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker.config import LEADER_EPOCH
+from kafkatx.broker.coordinator_log import CoordinatorAppendError, append, build_batch
+from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkatx.broker.partition_log import AppendError
+from kafkatx.broker.txn_metadata import (
+    IllegalTransitionError,
+    TopicPartition,
+    TransactionMetadata,
+    TxnTransitMetadata,
+)
+from kafkatx.errors import FormatError
+from kafkatx.formats.transaction_log import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionLogKey,
+    TransactionState,
+    build_key,
+    build_value,
+    is_expiration_allowed,
+    parse_key,
+    parse_value,
+)
+from kafkatx.semantics.coordinator_partition import partition_for
+from kafkatx.semantics.transaction_states import is_epoch_exhausted
+
+if TYPE_CHECKING:
+    from kafkatx.broker.server import Broker
+
+S = TransactionState
+NUM_PARTITIONS = 50  # transaction.state.log.num.partitions
+DEFAULT_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms
+TRANSACTION_VERSION = 0  # no transaction.version feature is advertised
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+def _append_error(error: ErrorCode) -> ErrorCode:
+    """``appendTransactionToLog``'s mapping of a failed log append to the client's error."""
+    if error in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_enough_replicas,
+                 ErrorCode.not_enough_replicas_after_append, ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.unknown_server_error
+    return error
+
+
+class TransactionCoordinator:
+    """Every transactional id of this node (it leads all 50 ``__transaction_state`` partitions)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.cache: dict[str, TransactionMetadata] = {}
+        self.coordinator_epoch = LEADER_EPOCH  # the __transaction_state partition leader epoch
+        self.id_expiration_ms = DEFAULT_ID_EXPIRATION_MS
+
+    @staticmethod
+    def partition_for(transactional_id: str) -> int:
+        return partition_for(transactional_id, NUM_PARTITIONS)
+
+    # -- the log ------------------------------------------------------------------------------
+
+    def _append(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> ErrorCode:
+        """``appendTransactionToLog``: write the value, then complete the transition; on a
+        failed write the pending state is cleared and the mapped error returned."""
+        try:
+            value = md.value_to_write(transit)
+            batch = build_batch([(build_key(TransactionLogKey(
+                transactional_id=md.transactional_id)), build_value(value))],
+                self.broker.now_ms())
+            append(self.broker.logs, TRANSACTION_STATE_TOPIC,
+                   self.partition_for(md.transactional_id), batch, self.broker.now_ms())
+        except IllegalTransitionError:
+            md.pending_state = None  # nothing was written: the id must stay usable
+            raise
+        except CoordinatorAppendError as exc:
+            md.pending_state = None
+            self.broker.warn(f"transactional id {md.transactional_id}: appending "
+                             f"{transit.txn_state.kafka_name} failed: {exc}")
+            return _append_error(exc.error)
+        md.complete_transition_to(transit, value)
+        return ErrorCode.none
+
+    def load(self) -> None:
+        """``loadTransactionsForTxnTopicPartition`` for every partition on disk, then the
+        transactions left in PrepareCommit/PrepareAbort are completed (markers, Complete*)."""
+        topic = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            return
+        for partition, log in sorted(topic.logs.items()):
+            loaded: dict[str, TransactionMetadata] = {}
+            for batch in log.iter_batches():
+                for record in batch.records or ():
+                    self._load_record(log.name, record.offset, record.key, record.value, loaded)
+            for txn_id, md in loaded.items():
+                if self.partition_for(txn_id) != partition:
+                    self.broker.warn(f"{log.name}: transactional id {txn_id!r} belongs to "
+                                     f"partition {self.partition_for(txn_id)}; loaded anyway")
+                self.cache[txn_id] = md
+                self.broker.producer_ids.observe(max(md.producer_id, md.previous_producer_id))
+        for md in list(self.cache.values()):
+            if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                self.broker.log(f"transactional id {md.transactional_id}: completing the "
+                                f"{md.state.kafka_name} found in the log")
+                self._complete(md, commit=md.state is S.PREPARE_COMMIT)
+
+    def _load_record(self, where: str, offset: int, key: bytes | None, value: bytes | None,
+                     loaded: dict[str, TransactionMetadata]) -> None:
+        try:
+            if key is None:
+                raise FormatError("null key")
+            txn_id = parse_key(key).transactional_id
+            parsed = parse_value(value)
+            if parsed is None:
+                loaded.pop(txn_id, None)
+            else:
+                loaded[txn_id] = TransactionMetadata.from_log_value(txn_id, parsed)
+        except (FormatError, IllegalTransitionError) as exc:
+            self.broker.warn(f"{where} offset {offset}: not a transaction log record ({exc}); "
+                             "ignored")
+
+    # -- InitProducerId -------------------------------------------------------------------------
+
+    def handle_init_producer_id(self, transactional_id: str | None, timeout_ms: int,
+                                expected: tuple[int, int] | None) -> InitProducerIdResult:
+        """``handleInitProducerId``; ``expected`` is KIP-360's (producer id, epoch)."""
+        if transactional_id is None:
+            return InitProducerIdResult(ErrorCode.none, self.broker.producer_ids.generate(), 0)
+        if transactional_id == "":
+            return InitProducerIdResult(ErrorCode.invalid_request)
+        if not 0 < timeout_ms <= self.broker.config.transaction_max_timeout_ms:
+            return InitProducerIdResult(ErrorCode.invalid_transaction_timeout)
+        md = self.cache.get(transactional_id)
+        if md is None:
+            md = TransactionMetadata(
+                transactional_id, producer_id=self.broker.producer_ids.generate(),
+                producer_epoch=NO_PRODUCER_EPOCH, txn_timeout_ms=timeout_ms, state=S.EMPTY,
+                last_update_ms=self.broker.now_ms())
+            self.cache[transactional_id] = md
+        error, transit = self._prepare_init_producer_id(md, timeout_ms, expected)
+        if transit is None:
+            return InitProducerIdResult(error)
+        if transit.txn_state is S.PREPARE_EPOCH_FENCE:
+            # Abort the ongoing transaction; the client retries and gets a second bump.
+            end_error, _, _ = self._end_transaction(md, transit.producer_id,
+                                                    transit.producer_epoch, commit=False,
+                                                    from_client=False)
+            return InitProducerIdResult(end_error if end_error != ErrorCode.none
+                                        else ErrorCode.concurrent_transactions)
+        error = self._append(md, transit)
+        if error != ErrorCode.none:
+            return InitProducerIdResult(error)
+        self.broker.log(f"transactional id {transactional_id}: producer id {md.producer_id} "
+                        f"epoch {md.producer_epoch} ({TRANSACTION_STATE_TOPIC}-"
+                        f"{self.partition_for(transactional_id)})")
+        return InitProducerIdResult(ErrorCode.none, md.producer_id, md.producer_epoch)
+
+    def _prepare_init_producer_id(
+        self, md: TransactionMetadata, timeout_ms: int, expected: tuple[int, int] | None,
+    ) -> tuple[ErrorCode, TxnTransitMetadata | None]:
+        """``prepareInitProducerIdTransit``."""
+        if md.pending_transition_in_progress:
+            return ErrorCode.concurrent_transactions, None
+        if expected is not None:
+            pid, epoch = expected
+            valid = (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
+                     or (pid == md.previous_producer_id and is_epoch_exhausted(epoch)))
+            if not valid:
+                return ErrorCode.producer_fenced, None
+        if md.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
+            return ErrorCode.concurrent_transactions, None
+        now = self.broker.now_ms()
+        if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
+            if md.is_producer_epoch_exhausted and (expected is None
+                                                   or expected[1] == md.producer_epoch):
+                return ErrorCode.none, md.prepare_producer_id_rotation(
+                    self.broker.producer_ids.generate(), timeout_ms, now, expected is not None)
+            transit = md.prepare_increment_producer_epoch(
+                timeout_ms, None if expected is None else expected[1], now)
+            if transit is None:
+                return ErrorCode.producer_fenced, None
+            return ErrorCode.none, transit
+        if md.state is S.ONGOING:
+            return ErrorCode.none, md.prepare_fence_producer_epoch()
+        raise IllegalTransitionError(f"Found transactionalId {md.transactional_id} with state "
+                                     f"{md.state.kafka_name}. This is illegal as we should "
+                                     "never have transitioned to this state.")
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
+
+    def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partitions: Iterable[TopicPartition]) -> ErrorCode:
+        """``handleAddPartitionsToTransaction`` (one error for the whole request)."""
+        if not transactional_id:
+            return ErrorCode.invalid_request
+        md = self.cache.get(transactional_id)
+        wanted = frozenset(partitions)
+        if md is None or md.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if md.producer_epoch != producer_epoch:
+            return ErrorCode.producer_fenced
+        if md.pending_transition_in_progress or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.concurrent_transactions
+        if md.state is S.ONGOING and wanted <= md.topic_partitions:
+            return ErrorCode.none
+        return self._append(md, md.prepare_add_partitions(wanted, self.broker.now_ms()))
+
+    def handle_add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                           group_id: str) -> ErrorCode:
+        """``KafkaApis#handleAddOffsetsToTxnRequest``: the group's ``__consumer_offsets``
+        partition joins the transaction."""
+        partition = self.broker.groups.partition_for(group_id)
+        self.broker.logs.internal_topic(GROUP_METADATA_TOPIC)
+        return self.handle_add_partitions(transactional_id, producer_id, producer_epoch,
+                                          [(GROUP_METADATA_TOPIC, partition)])
+
+    # -- EndTxn ---------------------------------------------------------------------------------
+
+    def handle_end_transaction(self, transactional_id: str, producer_id: int,
+                               producer_epoch: int, commit: bool) -> tuple[ErrorCode, int, int]:
+        """``handleEndTransaction`` (from the client, transactions v0/v1)."""
+        if not transactional_id:
+            return ErrorCode.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        md = self.cache.get(transactional_id)
+        if md is None:
+            return ErrorCode.invalid_producer_id_mapping, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        return self._end_transaction(md, producer_id, producer_epoch, commit=commit,
+                                     from_client=True)
+
+    def _end_transaction(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
+                         *, commit: bool, from_client: bool) -> tuple[ErrorCode, int, int]:
+        """``endTransaction``: PrepareCommit/PrepareAbort, markers, CompleteCommit/Abort."""
+        fencing = md.pending_state is S.PREPARE_EPOCH_FENCE
+        none = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        valid_epoch = ((not from_client or producer_epoch == md.producer_epoch)
+                       and producer_epoch >= md.producer_epoch)
+        error: ErrorCode | None = None
+        if md.producer_id != producer_id:
+            error = ErrorCode.invalid_producer_id_mapping
+        elif not valid_epoch:
+            error = ErrorCode.producer_fenced
+        elif md.pending_transition_in_progress and not fencing:
+            error = ErrorCode.concurrent_transactions
+        elif md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            if (md.state is S.COMPLETE_COMMIT) == commit:
+                return ErrorCode.none, md.producer_id, md.producer_epoch  # a retry
+            error = ErrorCode.invalid_txn_state
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = (ErrorCode.concurrent_transactions
+                     if (md.state is S.PREPARE_COMMIT) == commit else ErrorCode.invalid_txn_state)
+        elif md.state is S.EMPTY:
+            error = ErrorCode.invalid_txn_state
+        elif md.state is not S.ONGOING:
+            raise IllegalTransitionError(f"Found transactionalId {md.transactional_id} with "
+                                         f"state {md.state.kafka_name}")
+        if error is not None:
+            if fencing:
+                md.pending_state = None
+            return error, *none
+        if fencing and not commit:
+            md.pending_state = None
+            md.producer_epoch = producer_epoch
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+        now = self.broker.now_ms()
+        transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now)
+        error = self._append(md, transit)
+        if error != ErrorCode.none:
+            if fencing:
+                md.has_failed_epoch_fence = True
+            return error, *none
+        self._complete(md, commit=commit)
+        return ErrorCode.none, md.producer_id, md.producer_epoch
+
+    def _complete(self, md: TransactionMetadata, *, commit: bool) -> None:
+        """``TransactionMarkerChannelManager#addTxnMarkersToSend`` through ``tryAppendToLog``:
+        a marker in every partition, then CompleteCommit/CompleteAbort."""
+        transit = md.prepare_complete(self.broker.now_ms())
+        self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch, commit,
+                           sorted(md.topic_partitions))
+        error = self._append(md, transit)
+        if error != ErrorCode.none:
+            self.broker.warn(f"transactional id {md.transactional_id}: could not complete "
+                             f"the transaction ({error.name}); it stays in {md.state.kafka_name}")
+
+    def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      commit: bool, partitions: Iterable[TopicPartition]
+                      ) -> dict[TopicPartition, ErrorCode]:
+        """``KafkaApis#handleWriteTxnMarkersRequest``'s local part: append the marker to each
+        partition (origin COORDINATOR); the group coordinator completes pending transactional
+        offset commits of ``__consumer_offsets`` partitions (``onTransactionCompleted``)."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        now = self.broker.now_ms()
+        kind = "COMMIT" if commit else "ABORT"
+        for topic, partition in partitions:
+            log = self.broker.logs.get(topic, partition)
+            if log is None:
+                self.broker.warn(f"{kind} marker of producer {producer_id}: {topic}-{partition} "
+                                 "does not exist; dropped from the transaction")
+                results[(topic, partition)] = ErrorCode.unknown_topic_or_partition
+                continue
+            try:
+                log.append_end_txn_marker(producer_id=producer_id, producer_epoch=producer_epoch,
+                                          coordinator_epoch=coordinator_epoch, commit=commit,
+                                          now_ms=now, transaction_version=TRANSACTION_VERSION)
+            except AppendError as exc:
+                self.broker.warn(f"{kind} marker of producer {producer_id} epoch "
+                                 f"{producer_epoch} refused by {topic}-{partition}: {exc.message}")
+                results[(topic, partition)] = exc.error
+                continue
+            results[(topic, partition)] = ErrorCode.none
+            if topic == GROUP_METADATA_TOPIC:
+                self.broker.groups.on_transaction_completed(producer_id, partition, commit)
+        self.broker.notify_append()
+        return results
+
+    # -- timeouts and expiration ------------------------------------------------------------
+
+    def abort_timed_out_transactions(self) -> list[str]:
+        """``abortTimedOutTransactions``: fence (epoch + 1) and abort every Ongoing transaction
+        older than its timeout; returns the transactional ids aborted."""
+        now = self.broker.now_ms()
+        aborted = []
+        for md in list(self.cache.values()):
+            if (md.pending_transition_in_progress or md.state is not S.ONGOING
+                    or md.txn_start_timestamp + md.txn_timeout_ms >= now):
+                continue
+            try:
+                transit = md.prepare_fence_producer_epoch()
+            except IllegalTransitionError as exc:
+                self.broker.warn(f"transactional id {md.transactional_id}: {exc}")
+                continue
+            error, _, _ = self._end_transaction(md, transit.producer_id, transit.producer_epoch,
+                                                commit=False, from_client=False)
+            if error == ErrorCode.none:
+                aborted.append(md.transactional_id)
+                self.broker.log(f"transactional id {md.transactional_id}: aborted after its "
+                                f"timeout of {md.txn_timeout_ms} ms (producer {md.producer_id} "
+                                f"fenced at epoch {md.producer_epoch})")
+            else:
+                self.broker.warn(f"transactional id {md.transactional_id}: timeout abort "
+                                 f"failed: {error.name}")
+        return aborted
+
+    def remove_expired_transactional_ids(self) -> list[str]:
+        """``removeExpiredTransactionalIds``: a tombstone for every id idle for
+        ``transactional.id.expiration.ms`` in a state that allows it."""
+        now = self.broker.now_ms()
+        removed = []
+        for md in list(self.cache.values()):
+            if (md.pending_transition_in_progress or not is_expiration_allowed(md.state)
+                    or md.txn_last_update_timestamp > now - self.id_expiration_ms):
+                continue
+            md.prepare_dead()
+            key = build_key(TransactionLogKey(transactional_id=md.transactional_id))
+            try:
+                append(self.broker.logs, TRANSACTION_STATE_TOPIC,
+                       self.partition_for(md.transactional_id), build_batch([(key, None)], now),
+                       now)
+            except CoordinatorAppendError as exc:
+                md.pending_state = None
+                self.broker.warn(f"transactional id {md.transactional_id}: expiring failed: "
+                                 f"{exc}")
+                continue
+            del self.cache[md.transactional_id]
+            removed.append(md.transactional_id)
+        return removed
+
+    # -- admin ----------------------------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """``handleDescribeTransactions``."""
+        if not transactional_id:
+            return ErrorCode.invalid_request, None
+        md = self.cache.get(transactional_id)
+        if md is None or md.state is S.DEAD or md.producer_epoch == NO_PRODUCER_EPOCH:
+            return ErrorCode.transactional_id_not_found, None
+        return ErrorCode.none, md
+
+    def list_transactions(self, producer_ids: set[int], states: set[str],
+                          duration_ms: int = -1) -> tuple[list[TransactionMetadata], list[str]]:
+        """``listTransactionStates``: (matching ids, unknown state filters)."""
+        known: set[TransactionState] = set()
+        unknown: list[str] = []
+        for name in states:
+            try:
+                known.add(TransactionState.from_kafka_name(name))
+            except ValueError:
+                unknown.append(name)
+        now = self.broker.now_ms()
+        out = []
+        for md in self.cache.values():
+            if md.state is S.DEAD or md.producer_epoch == NO_PRODUCER_EPOCH:
+                continue
+            if producer_ids and md.producer_id not in producer_ids:
+                continue
+            if states and md.state not in known:
+                continue
+            if duration_ms >= 0 and now - md.txn_start_timestamp <= duration_ms:
+                continue
+            out.append(md)
+        return sorted(out, key=lambda m: m.transactional_id), unknown

@@ -1,0 +1,184 @@
+"""``kafkatx timeline``: every transaction across partitions, joined with its coordinator."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kafkatx.analysis.timeline import (
+    PartitionEntry,
+    Selection,
+    Timeline,
+    TimelineTransaction,
+    tp_name,
+)
+from kafkatx.cli.analysis_options import NowParam, discover_or_fail, scan_bytes
+from kafkatx.cli.lso_cmd import duration
+from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.cli.progress import ScanProgress
+from kafkatx.cli.timeline_html import render_html
+from kafkatx.engines.local import AnalysisOptions, inspect_paths
+
+OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red"}
+_ENTRY_TEXT = {"hanging": "no marker, hanging", "open": "no marker yet",
+               "no_marker": "no marker", "marker_pending": "marker pending",
+               "no_data": "nothing", "not_copied": "not copied", "unknown": "not covered"}
+
+
+def check_output_file(output: Path, paths: Sequence[str]) -> None:
+    """``--output`` must lie outside every inspected path (evidence is never written to)."""
+    target = os.path.realpath(output)
+    for root in paths:
+        real_root = os.path.realpath(root)
+        try:
+            inside = os.path.commonpath([real_root, target]) == real_root
+        except ValueError:
+            inside = False
+        if inside:
+            raise click.BadParameter(
+                f"{output} is inside the inspected path {root}: evidence directories are never "
+                "written to; choose a location outside it", param_hint="'--output'")
+    if not output.parent.is_dir():
+        raise click.BadParameter(f"{output.parent} is not a directory", param_hint="'--output'")
+
+
+def entry_text(e: PartitionEntry) -> str:
+    """``payments-0 19..21 COMMIT@14``, ``payments-0 19..21 no marker, hanging``."""
+    text = tp_name(e.tp)
+    if e.first_offset is not None:
+        text += f" {e.first_offset}..{e.last_offset}"
+    if e.marker_offset is not None:
+        text += f" {e.marker_type}@{e.marker_offset}"
+    else:
+        text += " " + _ENTRY_TEXT.get(e.status, e.status)
+    return text
+
+
+def _duration(t: TimelineTransaction, now_ms: int) -> str:
+    if t.start_timestamp_ms is None:
+        return "-"
+    if t.outcome in ("committed", "aborted") and t.end_timestamp_ms is not None:
+        return duration(t.end_timestamp_ms - t.start_timestamp_ms)
+    if now_ms < 0:
+        return "-"
+    return duration(now_ms - t.start_timestamp_ms) + "+"  # still open at now
+
+
+def render_table(tl: Timeline, out: Console) -> None:
+    """One row per transaction, then the abort commands of hanging ones and the notes."""
+    if not tl.transactions:
+        out.print("no transactions", style="green")
+    else:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("transactional id", "pid/epoch", "start (UTC)", "duration", "outcome",
+                     "partitions", "anomalies"):
+            table.add_column(name, no_wrap=name != "partitions")
+        for t in tl.transactions:
+            epoch = "?" if t.producer_epoch is None else str(t.producer_epoch)
+            table.add_row(
+                escape(t.transactional_id or "-"), f"{t.producer_id}/{epoch}",
+                iso_ms(t.start_timestamp_ms), _duration(t, tl.now_ms),
+                f"[{OUTCOME_STYLE.get(t.outcome, '')}]{t.outcome}[/]",
+                escape(", ".join(entry_text(e) for e in t.partitions) or "-"),
+                escape(", ".join(t.anomalies) or "-"))
+        out.print(table)
+    for t in tl.transactions:
+        for f in t.findings:
+            if f.kind == "hanging_transaction" and f.remediation:
+                out.print(f"[bold red]hanging[/] {escape(t.transactional_id or '-')} "
+                          f"{escape(f.topic or '')}-{f.partition} from offset {f.offset}: "
+                          f"{escape(f.remediation)}", highlight=False, soft_wrap=True)
+    for note in tl.notes + _missing(tl):
+        out.print(f"[dim]note: {escape(note)}[/]", highlight=False, soft_wrap=True)
+
+
+def _missing(tl: Timeline) -> list[str]:
+    seen: dict[str, None] = {}
+    for t in tl.transactions:
+        for m in t.missing:
+            if not m.endswith("not among the evidence"):  # summed up in the notes
+                seen[f"{t.transactional_id or t.producer_id}: {m}"] = None
+    return list(seen)
+
+
+@click.command("timeline")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--transactional-id", "transactional_ids", multiple=True, metavar="ID",
+              help="Only this transactional id's transactions (repeatable).")
+@click.option("--producer-id", "producer_ids", multiple=True, type=click.IntRange(min=0),
+              metavar="N", help="Only this producer id's transactions (repeatable).")
+@click.option("--since", type=NowParam(), default=None,
+              help="Only transactions still running at or after TIME (ISO-8601 or epoch ms).")
+@click.option("--until", type=NowParam(), default=None,
+              help="Only transactions started at or before TIME (ISO-8601 or epoch ms).")
+@click.option("--now", type=NowParam(), default=None,
+              help="The time open transactions are measured against (default: the newest "
+                   "timestamp among the evidence).")
+@format_option(("table", "jsonl", "html"))
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
+                                   "stdout; with --format html, one self-contained page.")
+def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
+                     producer_ids: tuple[int, ...], since: int | None, until: int | None,
+                     now: int | None, fmt: str, output: Path | None) -> None:
+    """Every transaction, joined across its coordinator and data partitions.
+
+    For each transaction (transactional id, producer id, epoch, start): the coordinator's
+    state changes from __transaction_state, and for each partition in its set the first and
+    last data offsets and the marker (or its absence), with the transactional offset commits
+    in __consumer_offsets. Outcomes: committed, aborted, open, hanging. Missing evidence
+    (partitions not copied, the coordinator's partition absent) is said, not guessed.
+    """
+    if since is not None and until is not None and since > until:
+        raise click.BadParameter("--since is after --until", param_hint="'--since'")
+    if output is not None:
+        check_output_file(output, paths)
+    selection = Selection(transactional_ids=frozenset(transactional_ids),
+                          producer_ids=frozenset(producer_ids), since_ms=since, until_ms=until)
+    disc = discover_or_fail(paths)
+    with ScanProgress(scan_bytes(disc)) as bar:
+        result = inspect_paths(paths, options=AnalysisOptions(now_ms=now), progress=bar.advance,
+                               on_partition=bar.partition, keep_timeline=True,
+                               selection=selection)
+    tl = result.timeline
+    assert tl is not None
+    err = stderr_console()
+    for problem in result.problems:
+        err.print(f"kafkatx: {problem}", markup=False)
+    if fmt == "table" and output is None:
+        render_table(tl, stdout_console())
+        return
+    if fmt != "table":
+        for note in tl.notes:
+            err.print(f"kafkatx: note: {note}", markup=False)
+    if output is None:
+        _write(fmt, tl, sys.stdout)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            _write(fmt, tl, f)
+    except OSError as exc:
+        raise click.FileError(str(output), hint=exc.strerror or str(exc)) from None
+    err.print(f"wrote {output} ({len(tl.transactions)} transaction(s))", markup=False)
+
+
+def _write(fmt: str, tl: Timeline, out: TextIO) -> None:
+    if fmt == "html":
+        out.write(render_html(tl))
+        out.flush()
+    elif fmt == "jsonl":
+        writer = JsonWriter(out, array=False)
+        for t in tl.transactions:
+            writer.write(t.to_dict())
+        writer.close()
+    else:
+        render_table(tl, Console(file=out, soft_wrap=False, width=220, highlight=False,
+                                 color_system=None))

@@ -1,0 +1,130 @@
+"""The engine protocol: what an engine answers, and how the CLI picks one.
+
+An engine runs the partition-wise work of the analysis commands: rebuilding every partition's
+producer state, transactions, LSO and findings (``inspect``, ``lso``, ``verify``), and a
+consumer's replay of one partition (``replay``). Both engines call the same
+:mod:`kafkatx.analysis` / :mod:`kafkatx.semantics` code, so they give the same answers:
+
+* ``local`` (:class:`kafkatx.engines.local.LocalEngine`): in this process, one segment at a time;
+* ``spark`` (:class:`kafkatx.engines.spark.SparkEngine`): the same code in PySpark tasks, for
+  fleets of log dirs on a Spark cluster. pyspark is the ``kafkatx[spark]`` extra and is imported
+  only when this engine is opened.
+
+``auto`` picks Spark only when a master is given or the input is large, and pyspark is there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
+from kafkatx.analysis.timeline import Selection
+from kafkatx.engines.local import AnalysisOptions, Inspection, Progress
+from kafkatx.errors import KafkatxError
+from kafkatx.semantics.read_committed import IsolationLevel
+from kafkatx.storage.discovery import PartitionDir
+
+LOCAL = "local"
+SPARK = "spark"
+AUTO = "auto"
+ENGINE_NAMES = (AUTO, LOCAL, SPARK)
+# ``auto`` goes to Spark locally from this many bytes of segments on this many cores (measured
+# on 2 cores, Spark never beat the local engine; with many cores it pays off from a few GB).
+AUTO_SPARK_BYTES = 8 * 1024**3
+AUTO_SPARK_CORES = 16
+SPARK_INSTALL_HINT = "pip install 'kafkatx[spark]'"
+
+
+class EngineUnavailableError(KafkatxError):
+    """The chosen engine cannot run here (pyspark missing, Java missing...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """What the CLI's ``--engine``, ``--master``, ``--spark-conf`` say."""
+
+    name: str = LOCAL  # auto | local | spark
+    master: str | None = None  # None: Spark's own default (local[*], or spark-submit's)
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    split_size: int | None = None  # bytes of segments per Spark task (None: 128 MiB)
+    quiet: bool = True  # Spark's JVM logs go to a file instead of stderr
+    progress: bool | None = None  # None: a progress bar when stderr is a terminal
+
+
+class Engine(Protocol):
+    """What every engine answers; results are the local engine's types."""
+
+    name: str
+
+    def inspect(self, paths: Iterable[str | os.PathLike[str]], *,
+                options: AnalysisOptions | None = None, progress: Progress | None = None,
+                on_partition: Callable[[PartitionDir], None] | None = None,
+                keep_timeline: bool = False, selection: Selection | None = None) -> Inspection:
+        """Discover every partition under ``paths``, analyze each one, and join them with the
+        coordinator's log (``inspect_paths``); ``keep_timeline`` keeps the joined timeline."""
+        ...
+
+    def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
+                      high_watermark: int | None, as_of_offset: int | None = None,
+                      index_source: str = "file") -> ConsumerView:
+        """The replayed moment of one partition (see ``consumer_view.prepare``)."""
+        ...
+
+    def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
+                       from_offset: int | None = None, to_offset: int | None = None,
+                       show_hidden: bool = False,
+                       on_problem: Callable[[str], None] | None = None
+                       ) -> Iterator[ReplayedRecord]:
+        """The consumer's fetches (see ``consumer_view.replay_records``)."""
+        ...
+
+    def write_tables(self, target: str, tables: dict[str, Any]) -> list[str]:
+        """Write Arrow tables as Parquet datasets ``target/<name>.parquet`` (``--output``)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+def spark_available() -> bool:
+    return importlib.util.find_spec("pyspark") is not None
+
+
+def resolve_engine_name(config: EngineConfig, input_bytes: int = 0,
+                        cores: int | None = None) -> str:
+    """``auto``: Spark when a master is given, or when the input is large and this machine
+    has the cores to gain from it (and pyspark is installed); else local."""
+    if config.name != AUTO:
+        return config.name
+    if cores is None:
+        cores = os.cpu_count() or 1
+    big = input_bytes >= AUTO_SPARK_BYTES and cores >= AUTO_SPARK_CORES
+    wants_spark = config.master is not None or big
+    return SPARK if wants_spark and spark_available() else LOCAL
+
+
+def open_engine(config: EngineConfig = EngineConfig(), *, input_bytes: int = 0) -> Engine:
+    """The engine ``config`` names (``auto`` resolved against ``input_bytes``)."""
+    name = resolve_engine_name(config, input_bytes)
+    if name == LOCAL:
+        from kafkatx.engines.local import LocalEngine
+
+        return LocalEngine()
+    if name == SPARK:
+        if not spark_available():
+            raise EngineUnavailableError(
+                f"--engine spark needs pyspark, which is not installed: {SPARK_INSTALL_HINT}")
+        from kafkatx.engines.spark import SparkEngine
+
+        return SparkEngine(config=config)
+    raise EngineUnavailableError(f"unknown engine {name!r}; choose one of "
+                                 f"{', '.join(ENGINE_NAMES)}")
