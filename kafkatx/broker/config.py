@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_SEGMENT_BYTES = 1 << 30  # log.segment.bytes
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # message.max.bytes
@@ -35,6 +36,7 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS
     hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
     offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
+    faults: tuple[Any, ...] = ()  # kafkatx.broker.faults.FaultRule (``--fault``)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

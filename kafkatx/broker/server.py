@@ -27,6 +27,7 @@ from rich.markup import escape
 
 from kafkatx.broker import protocol
 from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.faults import Faults, reject_response
 from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
@@ -68,6 +69,7 @@ class Broker:
 
     def __init__(self, config: BrokerConfig, *, console: Console | None = None) -> None:
         self.config = config
+        self.faults = Faults(tuple(config.faults))
         self.console = console or Console(stderr=True, highlight=False)
         self.logs = LogManager(config)
         self.producer_ids = ProducerIdManager()
@@ -269,6 +271,14 @@ class Broker:
                              response_cls, conn.peer)
         self._verbose(conn, f"{request_cls.__name__} v{version} corr={corr} "
                             f"client={ctx.client_id}")
+        rejected = self.faults.rejection(key)
+        if rejected is not None:
+            self._verbose(conn, f"fault injected: {request_cls.__name__} answered with "
+                                f"{rejected.name.upper()}")
+            if key == 0 and getattr(body, "acks", 1) == 0:
+                # Kafka closes the connection of an acks=0 produce that fails.
+                return None, "closed: fault injected on an acks=0 produce"
+            return protocol.encode_response(corr, reject_response(ctx, body, rejected)), None
         try:
             response = await handler.handle(self, ctx, body)
         except asyncio.CancelledError:

@@ -17,6 +17,7 @@ that no longer exists.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.config import LEADER_EPOCH
 from kafkatx.broker.coordinator_log import CoordinatorAppendError, append, build_batch
+from kafkatx.broker.faults import crash
 from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.broker.partition_log import AppendError
 from kafkatx.broker.txn_metadata import (
@@ -84,6 +86,7 @@ class TransactionCoordinator:
         self.cache: dict[str, TransactionMetadata] = {}
         self.coordinator_epoch = LEADER_EPOCH  # the __transaction_state partition leader epoch
         self.id_expiration_ms = DEFAULT_ID_EXPIRATION_MS
+        self._delayed_tasks: set[asyncio.Task[None]] = set()
 
     @staticmethod
     def partition_for(transactional_id: str) -> int:
@@ -299,15 +302,63 @@ class TransactionCoordinator:
             if fencing:
                 md.has_failed_epoch_fence = True
             return error, *none
+        if self.broker.faults.crashes_after(transit.txn_state):
+            crash(f"transactional id {md.transactional_id}: {transit.txn_state.kafka_name} "
+                  "written, no marker")
         self._complete(md, commit=commit)
         return ErrorCode.none, md.producer_id, md.producer_epoch
 
     def _complete(self, md: TransactionMetadata, *, commit: bool) -> None:
         """``TransactionMarkerChannelManager#addTxnMarkersToSend`` through ``tryAppendToLog``:
-        a marker in every partition, then CompleteCommit/CompleteAbort."""
+        a marker in every partition, then CompleteCommit/CompleteAbort (once the last one is
+        written: partitions with a ``delay-marker`` fault get theirs later, and a
+        ``drop-marker`` partition none, the coordinator completing as if it had)."""
         transit = md.prepare_complete(self.broker.now_ms())
-        self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch, commit,
-                           sorted(md.topic_partitions))
+        faults = self.broker.faults
+        now: list[TopicPartition] = []
+        later: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(md.topic_partitions):
+            if faults.drops_marker(*tp):
+                self.broker.warn(f"fault injected: {'COMMIT' if commit else 'ABORT'} marker of "
+                                 f"transactional id {md.transactional_id} not written to "
+                                 f"{tp[0]}-{tp[1]}")
+            elif delay := faults.marker_delay_ms(*tp):
+                later.setdefault(delay, []).append(tp)
+            else:
+                now.append(tp)
+        if now:
+            self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch, commit,
+                               now)
+        if later:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                task = loop.create_task(self._delayed_markers(md, transit, commit, later))
+                self._delayed_tasks.add(task)
+                task.add_done_callback(self._delayed_tasks.discard)
+                return
+            for tps in later.values():  # no event loop to wait in: write them now
+                self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch,
+                                   commit, tps)
+        self._finish(md, transit)
+
+    async def _delayed_markers(self, md: TransactionMetadata, transit: TxnTransitMetadata,
+                               commit: bool, later: dict[int, list[TopicPartition]]) -> None:
+        """The ``delay-marker`` faults' markers, each after its delay, then Complete*."""
+        pid, epoch = md.producer_id, md.producer_epoch
+        start = asyncio.get_running_loop().time()
+        for delay in sorted(later):
+            self.broker.log(f"fault injected: {'COMMIT' if commit else 'ABORT'} marker of "
+                            f"transactional id {md.transactional_id} to "
+                            + ", ".join(f"{t}-{p}" for t, p in later[delay])
+                            + f" delayed by {delay} ms")
+            await asyncio.sleep(max(0.0, start + delay / 1000 - asyncio.get_running_loop().time()))
+            self.write_markers(pid, epoch, self.coordinator_epoch, commit, later[delay])
+        self._finish(md, transit)
+
+    def _finish(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> None:
         error = self._append(md, transit)
         if error != ErrorCode.none:
             self.broker.warn(f"transactional id {md.transactional_id}: could not complete "

@@ -17,7 +17,16 @@ from kafkatx.broker.config import (
     DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS,
     BrokerConfig,
 )
+from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, parse_rule
 from kafkatx.broker.server import Broker, run_broker
+
+
+def _parse_faults(ctx: click.Context, param: click.Parameter,
+                  values: tuple[str, ...]) -> tuple[FaultRule, ...]:
+    try:
+        return tuple(parse_rule(v) for v in values)
+    except FaultRuleError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 @click.command("serve")
@@ -54,11 +63,15 @@ from kafkatx.broker.server import Broker, run_broker
               type=click.IntRange(0),
               help="How long a new group waits for more members before its first rebalance "
                    "(group.initial.rebalance.delay.ms).")
+@click.option("--fault", "faults", multiple=True, metavar="RULE", callback=_parse_faults,
+              help="Inject a fault (repeatable), to reproduce a broken transaction: "
+                   + RULE_HELP + ".")
 @click.option("--verbose", is_flag=True, help="Log every request on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
                   segment_bytes: int, node_id: int, transaction_max_timeout_ms: int,
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
-                  group_initial_rebalance_delay_ms: int, verbose: bool) -> None:
+                  group_initial_rebalance_delay_ms: int, faults: tuple[FaultRule, ...],
+                  verbose: bool) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
     Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
@@ -67,6 +80,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     for `kafkatx inspect`. Prints
     `listening on HOST:PORT` on stdout once it accepts connections. SIGTERM or Ctrl-C shut it
     down cleanly: producer snapshots, indexes and checkpoints are written, exit status 0.
+    A crash-after fault exits with status 3 instead.
     """
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
@@ -74,12 +88,15 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           transaction_max_timeout_ms=transaction_max_timeout_ms,
                           transaction_abort_interval_ms=transaction_abort_interval_ms,
                           transactional_id_expiration_ms=transactional_id_expiration_ms,
-                          group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
+                          group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+                          faults=faults)
     console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def listening(broker: Broker) -> None:
         broker.log(f"kafkatx serve: node {node_id}, log dir {log_dir}, cluster "
                    f"{broker.logs.cluster_id}")
+        for rule in faults:
+            broker.warn(f"fault injected: {rule}")
         sys.stdout.write(f"listening on {broker.advertised_host}:{broker.port}\n")
         sys.stdout.flush()
 
