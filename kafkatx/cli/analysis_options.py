@@ -118,30 +118,35 @@ _ENGINE_OPTIONS = (
     click.option("--split-size", "split_size", callback=_size, default=None, metavar="SIZE",
                  help="Spark: bytes of segments per task (e.g. 64m, 256m; default 128m). Big "
                       "segments are split at batch starts from their .index."),
-    click.option("--output", default=None, metavar="PATH",
+    click.option("--output", "engine_output", default=None, metavar="PATH",
                  help="Also write the tabular results as Parquet into the new directory PATH "
                       "(outside the inspected paths): partitions.parquet and findings.parquet "
                       "(records.parquet for replay)."),
 )
 
 
-def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--engine``, ``--master``, ``--spark-conf`` and ``--output``; the command receives
-    them as one ``engine: EngineCliOptions`` keyword."""
+def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) -> Any:
+    """Add ``--engine``, ``--master``, ``--spark-conf``, ``--split-size`` and (unless
+    ``output=False``: the command has its own) ``--output``; the command receives them as one
+    ``engine: EngineCliOptions`` keyword. Use as ``@engine_options`` or
+    ``@engine_options(output=False)``."""
+    if f is None:
+        return functools.partial(engine_options, output=output)
 
     @functools.wraps(f)
     def wrapper(*args: Any, engine: str, master: str | None,
-                spark_conf: tuple[tuple[str, str], ...], output: str | None,
-                split_size: int | None, **kwargs: Any) -> Any:
+                spark_conf: tuple[tuple[str, str], ...], split_size: int | None,
+                **kwargs: Any) -> Any:
+        target = kwargs.pop("engine_output", None) if output else None
         ctx = click.get_current_context(silent=True)
         verbose = 0
         if ctx is not None and ctx.find_root().obj:
             verbose = int(ctx.find_root().obj.get("verbose", 0))
         opts = EngineCliOptions(engine=engine, master=master, spark_conf=spark_conf,
-                                output=output, split_size=split_size, verbose=verbose)
+                                output=target, split_size=split_size, verbose=verbose)
         return f(*args, engine=opts, **kwargs)
 
-    for option in reversed(_ENGINE_OPTIONS):
+    for option in reversed(_ENGINE_OPTIONS if output else _ENGINE_OPTIONS[:-1]):
         wrapper = option(wrapper)
     return wrapper
 

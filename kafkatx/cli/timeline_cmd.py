@@ -20,12 +20,19 @@ from kafkatx.analysis.timeline import (
     TimelineTransaction,
     tp_name,
 )
-from kafkatx.cli.analysis_options import NowParam, discover_or_fail, scan_bytes
+from kafkatx.cli.analysis_options import (
+    EngineCliOptions,
+    NowParam,
+    discover_or_fail,
+    engine_options,
+    scan_bytes,
+)
 from kafkatx.cli.lso_cmd import duration
 from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.cli.timeline_html import render_html
-from kafkatx.engines.local import AnalysisOptions, inspect_paths
+from kafkatx.engines.base import SPARK, open_engine
+from kafkatx.engines.local import AnalysisOptions
 
 OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red"}
 _ENTRY_TEXT = {"hanging": "no marker, hanging", "open": "no marker yet",
@@ -126,9 +133,11 @@ def _missing(tl: Timeline) -> list[str]:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
                                    "stdout; with --format html, one self-contained page.")
+@engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
-                     now: int | None, fmt: str, output: Path | None) -> None:
+                     now: int | None, fmt: str, output: Path | None,
+                     engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
 
     For each transaction (transactional id, producer id, epoch, start): the coordinator's
@@ -144,10 +153,12 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     selection = Selection(transactional_ids=frozenset(transactional_ids),
                           producer_ids=frozenset(producer_ids), since_ms=since, until_ms=until)
     disc = discover_or_fail(paths)
-    with ScanProgress(scan_bytes(disc)) as bar:
-        result = inspect_paths(paths, options=AnalysisOptions(now_ms=now), progress=bar.advance,
-                               on_partition=bar.partition, keep_timeline=True,
-                               selection=selection)
+    total = scan_bytes(disc)
+    with open_engine(engine.config, input_bytes=total) as runner, \
+            ScanProgress(total, enabled=None if runner.name != SPARK else False) as bar:
+        result = runner.inspect(paths, options=AnalysisOptions(now_ms=now),
+                                progress=bar.advance, on_partition=bar.partition,
+                                keep_timeline=True, selection=selection)
     tl = result.timeline
     assert tl is not None
     err = stderr_console()

@@ -280,6 +280,56 @@ def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
     return total
 
 
+Work = list[tuple[PartitionDir, int | None, int | None]]  # (dir, high watermark, log start)
+
+
+def start_inspection(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    options: AnalysisOptions = AnalysisOptions(),
+    keep_timeline: bool = False,
+    selection: Selection | None = None,
+) -> tuple[Inspection, CoordinatorChecks, Work]:
+    """What every engine does before the per-partition work: discover, read the root
+    checkpoints, load the coordinator's view for the join; returns the partitions to analyze
+    (in order) with their checkpointed high watermark and log start offset."""
+    disc = discover(paths)
+    result = Inspection(discovery=disc, problems=list(disc.problems))
+    joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
+                                             keep_timeline=keep_timeline,
+                                             selection=selection or Selection())
+    checkpoints: dict[int, tuple[dict, dict]] = {}
+    for log_dir in disc.log_dirs:
+        hws, starts, cp_findings = _root_offsets(log_dir)
+        checkpoints[id(log_dir)] = (hws, starts)
+        result.findings.extend(cp_findings)
+    work: Work = []
+    for pdir in disc.all_partitions():
+        hws, starts = checkpoints.get(id(pdir.log_dir), ({}, {}))
+        key = (pdir.topic, pdir.partition)
+        work.append((pdir, hws.get(key), starts.get(key)))
+    return result, joined, work
+
+
+def add_partition(result: Inspection, report: PartitionReport) -> None:
+    """A partition's report (its findings already joined), in discovery order."""
+    result.partitions.append(report)
+    result.findings.extend(report.findings)
+
+
+def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspection:
+    """The coordinator-side findings of the join, the ranking, the timeline."""
+    for f in joined.finish():
+        result.findings.append(f)
+        report = next((r for r in result.partitions
+                       if (r.topic, r.partition) == (f.topic, f.partition)), None)
+        if report is not None:
+            report.findings.append(f)
+    result.findings = rank(result.findings)
+    result.timeline = joined.timeline()
+    return result
+
+
 def inspect_paths(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -292,35 +342,16 @@ def inspect_paths(
     """Discover every partition under ``paths`` and analyze each one, then join the
     transactions across partitions with the coordinator's log (``coordinator_checks``); with
     ``keep_timeline`` the joined transactions ``selection`` keeps are in ``result.timeline``."""
-    disc = discover(paths)
-    result = Inspection(discovery=disc, problems=list(disc.problems))
-    joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
-                                             keep_timeline=keep_timeline,
-                                             selection=selection or Selection())
-    checkpoints: dict[int, tuple[dict, dict]] = {}
-    for log_dir in disc.log_dirs:
-        hws, starts, cp_findings = _root_offsets(log_dir)
-        checkpoints[id(log_dir)] = (hws, starts)
-        result.findings.extend(cp_findings)
-    for pdir in disc.all_partitions():
+    result, joined, work = start_inspection(paths, options=options, keep_timeline=keep_timeline,
+                                            selection=selection)
+    for pdir, high_watermark, log_start_offset in work:
         if on_partition is not None:
             on_partition(pdir)
-        hws, starts = checkpoints.get(id(pdir.log_dir), ({}, {}))
-        key = (pdir.topic, pdir.partition)
-        report = analyze_partition(pdir, high_watermark=hws.get(key),
-                                   log_start_offset=starts.get(key), options=options,
+        report = analyze_partition(pdir, high_watermark=high_watermark,
+                                   log_start_offset=log_start_offset, options=options,
                                    progress=progress, finalize=joined.on_partition)
-        result.partitions.append(report)
-        result.findings.extend(report.findings)
-    for f in joined.finish():
-        result.findings.append(f)
-        report = next((r for r in result.partitions
-                       if (r.topic, r.partition) == (f.topic, f.partition)), None)
-        if report is not None:
-            report.findings.append(f)
-    result.findings = rank(result.findings)
-    result.timeline = joined.timeline()
-    return result
+        add_partition(result, report)
+    return finish_inspection(result, joined)
 
 
 class LocalEngine:

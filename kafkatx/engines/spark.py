@@ -36,8 +36,7 @@ from kafkatx.analysis.consumer_view import (
     replay_segment,
     segment_fetches,
 )
-from kafkatx.analysis.coordinator_checks import CoordinatorChecks
-from kafkatx.analysis.findings import Finding, rank
+from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay import ReplayResult
 from kafkatx.analysis.timeline import Selection
 from kafkatx.engines import segment_table
@@ -47,12 +46,14 @@ from kafkatx.engines.local import (
     Inspection,
     Progress,
     _placed,
-    _root_offsets,
+    add_partition,
     analyze_partition,
+    finish_inspection,
+    start_inspection,
 )
 from kafkatx.errors import KafkatxError
 from kafkatx.semantics.read_committed import IsolationLevel
-from kafkatx.storage.discovery import LogDir, PartitionDir, discover
+from kafkatx.storage.discovery import LogDir, PartitionDir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -321,41 +322,19 @@ class SparkEngine:
         same order (``progress``/``on_partition`` are not called: Spark's stage progress is
         shown instead)."""
         options = options or AnalysisOptions()
-        given = [os.fspath(p) for p in paths]
-        disc = discover(given)
-        result = Inspection(discovery=disc, problems=list(disc.problems))
-        joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
-                                                 keep_timeline=keep_timeline,
-                                                 selection=selection or Selection())
-        if joined.view is not None:
-            result.problems.extend(joined.view.problems)
-        checkpoints: dict[int, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = {}
-        for log_dir in disc.log_dirs:
-            hws, starts, cp_findings = _root_offsets(log_dir)
-            checkpoints[id(log_dir)] = (hws, starts)
-            result.findings.extend(cp_findings)
-        pdirs = list(disc.all_partitions())
-        extras = []
-        for pdir in pdirs:
-            hws, starts = checkpoints.get(id(pdir.log_dir), ({}, {}))
-            key = (pdir.topic, pdir.partition)
-            extras.append({"high_watermark": hws.get(key), "log_start_offset": starts.get(key)})
+        result, joined, work = start_inspection(paths, options=options,
+                                                keep_timeline=keep_timeline,
+                                                selection=selection)
+        pdirs = [pdir for pdir, _, _ in work]
+        extras = [{"high_watermark": hw, "log_start_offset": start} for _, hw, start in work]
         analysed = (self._per_partition(pdirs, extras, _analyze_group(options),
                                         "analysing partitions") if pdirs else [])
         for pdir, (report, ctx) in zip(pdirs, analysed, strict=True):
+            # The join the local engine runs in analyze_partition's finalize, here on the driver.
             report.findings = [_placed(f, report.topic, report.partition)
                                for f in joined.on_partition(pdir, ctx, report.findings)]
-            result.partitions.append(report)
-            result.findings.extend(report.findings)
-        for f in joined.finish():
-            result.findings.append(f)
-            owner = next((r for r in result.partitions
-                          if (r.topic, r.partition) == (f.topic, f.partition)), None)
-            if owner is not None:
-                owner.findings.append(f)
-        result.findings = rank(result.findings)
-        result.timeline = joined.timeline()
-        return result
+            add_partition(result, report)
+        return finish_inspection(result, joined)
 
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,

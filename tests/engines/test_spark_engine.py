@@ -187,17 +187,20 @@ def test_the_spark_cli_end_to_end_is_quiet_and_equal(tmp_path: Path) -> None:
     assert_unchanged(FIXTURES, before)
 
 
-def test_timeline_identical(spark_engine: Any, fleet: Path) -> None:
-    """``kafkatx timeline`` reads ``inspect(..., keep_timeline=True)``: the same on both."""
-    from kafkatx.engines.local import AnalysisOptions, LocalEngine
-
+@pytest.mark.usefixtures("spark_session")
+def test_timeline_identical_jsonl(fleet: Path) -> None:
+    """``kafkatx timeline``: the coordinator join of both engines, row for row."""
     paths = [FIXTURES / "logdir", fleet / "broker-2"]
-    options = AnalysisOptions(now_ms=1_763_704_800_000)
-    local = LocalEngine().inspect(paths, options=options, keep_timeline=True)
-    spark = spark_engine.inspect(paths, options=options, keep_timeline=True)
-    assert local.timeline is not None and spark.timeline is not None
-    doc = local.timeline.to_dict()
-    assert doc["transactions"] and spark.timeline.to_dict() == doc
+    before = snapshot_tree(fleet)
+    local, spark = both("timeline", *paths, "--format", "jsonl", "--now",
+                        "2025-11-21T06:00:00Z")
+    rows = [json.loads(line) for line in local.splitlines()]
+    assert any(r.get("outcome") == "hanging" for r in rows), rows[:3]
+    assert spark == local
+    local, spark = both("timeline", *paths, "--format", "jsonl", "--transactional-id",
+                        "ledger-writer")
+    assert local and spark == local
+    assert_unchanged(fleet, before)
 
 
 def test_partitions_with_nothing_to_scan(spark_engine: Any, tmp_path: Path) -> None:
