@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkatx.analysis.findings import INFO, WARNING, Finding, location
+from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError, UnreadableFileError
 from kafkatx.formats import transaction_log
 from kafkatx.formats.legacy_message import LegacyEntry
@@ -519,14 +520,3 @@ def _state_findings(history: TransactionalIdHistory, reference_ms: int, given_no
             "epoch_exhaustion_risk", last,
             f"transactional id {tid}: producer {value.producer_id} is {how}; {then}",
             severity=INFO if v2 else None)
-
-
-def _duration(ms: int) -> str:
-    s = max(ms, 0) // 1000
-    if s < 120:
-        return f"{max(ms, 0)}ms" if s < 1 else f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 172800:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"

@@ -30,7 +30,6 @@ data transactions often have no coordinator record left; they are shown from the
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -38,6 +37,8 @@ from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.coordinator import CoordinatorRecord, CoordinatorView
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay import COMMITTED, OPEN, Transaction
+from kafkatx.analysis.timefmt import duration
+from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.formats.transaction_log import TransactionLogValue, TransactionState
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import partition_for
@@ -65,31 +66,6 @@ _PREPARE = {_S.PREPARE_COMMIT: COMMIT, _S.PREPARE_ABORT: ABORT}
 _COMPLETE = {_S.COMPLETE_COMMIT: COMMIT, _S.COMPLETE_ABORT: ABORT}
 
 TopicPartition = tuple[str, int]
-
-
-def iso(ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC, for messages."""
-    if ms is None or ms < 0:
-        return "-"
-    try:
-        t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        return f"{ms}ms"
-    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def duration(ms: int) -> str:
-    """850ms, 42s, 13m58s, 5h07m, 3d04h."""
-    if ms < 1000:
-        return f"{max(ms, 0)}ms"
-    s = ms // 1000
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 172800:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def tp_name(tp: TopicPartition) -> str:

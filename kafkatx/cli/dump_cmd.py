@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
-from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 
 TABLE_CHUNK = 200
 

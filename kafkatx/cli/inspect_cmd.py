@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
+from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.lso_cmd import (
     duration,
@@ -23,7 +24,7 @@ from kafkatx.cli.lso_cmd import (
     sorted_reports,
     table_footer,
 )
-from kafkatx.cli.output import format_option, iso_ms, stdout_console
+from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.engines.local import Inspection
 
 PER_KIND = 10  # findings shown per kind in tables without --all

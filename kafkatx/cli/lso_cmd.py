@@ -14,8 +14,9 @@ from rich.table import Table
 
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import Transaction
+from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
 
 CSV_COLUMNS = (
@@ -47,20 +48,6 @@ def newest_timestamp(report: PartitionReport) -> int | None:
 def oldest_timestamp(report: PartitionReport) -> int | None:
     """The oldest timestamp in the partition's log, when the report carries it."""
     return _timestamp(report, "min_timestamp")
-
-
-def duration(ms: int) -> str:
-    """A short human duration: 850ms, 42s, 13m58s, 5h07m, 3d04h."""
-    if ms < 1000:
-        return f"{max(ms, 0)}ms"
-    s = ms // 1000
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 172800:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def oldest_open(report: PartitionReport) -> Transaction | None:

@@ -1,8 +1,7 @@
-"""Shared output plumbing: ``--format`` options, JSON/JSONL writers, time rendering."""
+"""Shared output plumbing: ``--format`` options, consoles, JSON/JSONL writers."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable
@@ -18,17 +17,6 @@ def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[
         help="Output format: a table for people, " + "/".join(c for c in choices if c != "table")
         + " for scripts.",
     )
-
-
-def iso_ms(ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC (human output only); -1/None shown as '-'."""
-    if ms is None or ms < 0:
-        return "-"
-    try:
-        t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        return f"{ms}ms"
-    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stdout_console() -> Console:

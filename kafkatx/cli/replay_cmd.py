@@ -20,8 +20,9 @@ from kafkatx.analysis.consumer_view import (
     ReplayedRecord,
     find_partition,
 )
+from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
-from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.engines.base import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import (
     PartitionEntry,
     Selection,
@@ -28,7 +29,7 @@ from kafkatx.cli.analysis_options import (
     scan_bytes,
 )
 from kafkatx.cli.lso_cmd import duration
-from kafkatx.cli.output import JsonWriter, format_option, iso_ms, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.cli.timeline_html import render_html
 from kafkatx.engines.base import SPARK, open_engine

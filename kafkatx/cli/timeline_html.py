@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 import json
 
+from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import Timeline, TimelineTransaction, tp_name
-from kafkatx.cli.output import iso_ms
 
 _CSS = """
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px 24px;

@@ -12,15 +12,7 @@ from collections.abc import Iterator
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.findings import Finding
-
-
-def _duration(ms: int) -> str:
-    s = ms // 1000
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+from kafkatx.analysis.timefmt import duration as _duration
 
 
 def abort_command(topic: str, partition: int, start_offset: int) -> str:
