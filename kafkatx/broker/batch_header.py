@@ -10,23 +10,19 @@ timestamp change, so the CRC is recomputed).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import crc32c
 
 from kafkatx.formats.record_batch import (
-    COMPRESSION_MASK,
-    CONTROL_FLAG,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
     NO_PRODUCER_ID,
-    NO_SEQUENCE,
     TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_FLAG,
-    increment_sequence,
+    RecordBatchHeader,
 )
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -42,55 +38,23 @@ _UI = struct.Struct(">I")
 _H = struct.Struct(">h")
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """Raw header values of one batch at ``position`` in some buffer."""
+_FIELDS = tuple(f.name for f in fields(RecordBatchHeader))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchHeader(RecordBatchHeader):
+    """A v2 header (``RecordBatchHeader``'s fields and rules) found at ``position`` in a buffer."""
 
     position: int
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
-
-    @property
-    def size(self) -> int:
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def compression_id(self) -> int:
-        return self.attributes & COMPRESSION_MASK
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_FLAG)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_FLAG)
 
     @property
     def has_producer_id(self) -> bool:
         return self.producer_id > NO_PRODUCER_ID
 
-    @property
-    def last_sequence(self) -> int:
-        """``DefaultRecordBatch#lastSequence`` (sequences wrap at INT32_MAX)."""
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+def _header_at(data: bytes | bytearray | memoryview, position: int) -> BatchHeader:
+    return BatchHeader(position=position,
+                       **dict(zip(_FIELDS, _HEADER.unpack_from(data, position), strict=True)))
 
 
 class BatchFrameError(ValueError):
@@ -121,7 +85,7 @@ def split_batches(data: bytes | bytearray | memoryview) -> tuple[list[BatchHeade
                                   f"{MIN_BATCH_LENGTH}", "length")
         if pos + LOG_OVERHEAD + length > end:
             break
-        out.append(BatchHeader(pos, *_HEADER.unpack_from(data, pos)))
+        out.append(_header_at(data, pos))
         pos += LOG_OVERHEAD + length
     return out, pos
 
@@ -150,4 +114,4 @@ def set_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> Non
 
 
 def read_header(data: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
-    return BatchHeader(position, *_HEADER.unpack_from(data, position))
+    return _header_at(data, position)
