@@ -30,6 +30,7 @@ from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
 from kafkatx.analysis.timeline import Selection, Timeline
+from kafkatx.errors import FormatError
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.producer_snapshot import read_producer_snapshot
@@ -81,6 +82,17 @@ def _read_small(path: Path | None) -> bytes | None:
         return None
     with open_bytes(path) as data:
         return bytes(data)
+
+
+def _read_index(
+    path: Path, base_offset: int, read: Callable[..., Any],
+    sanity: Callable[..., Iterable[FormatError]],
+) -> tuple[Any, tuple[FormatError, ...]]:
+    """An index file parsed, plus what Kafka's ``sanityCheck`` says of it as it is on disk."""
+    raw = _read_small(path)
+    assert raw is not None
+    return (read(raw, base_offset=base_offset, path=str(path)),
+            tuple(sanity(raw, base_offset=base_offset, path=str(path))))
 
 
 def _scan(path: Path) -> SegmentScan:
@@ -152,20 +164,14 @@ def analyze_partition(
             scan=scan, previous_last_offset=previous_last,
             next_base_offset=segments[i + 1].base_offset if i + 1 < len(segments) else None,
         )
-        raw = _read_small(seg.index)
-        if raw is not None:
-            ctx.offset_index = read_offset_index(raw, base_offset=seg.base_offset,
-                                                 path=str(seg.index))
+        if seg.index is not None:
+            ctx.offset_index, ctx.offset_index_sanity = _read_index(
+                seg.index, seg.base_offset, read_offset_index, offset_index_sanity)
             ctx.offset_index_path = str(seg.index)
-            ctx.offset_index_sanity = tuple(offset_index_sanity(
-                raw, base_offset=seg.base_offset, path=str(seg.index)))
-        raw = _read_small(seg.timeindex)
-        if raw is not None:
-            ctx.time_index = read_time_index(raw, base_offset=seg.base_offset,
-                                             path=str(seg.timeindex))
+        if seg.timeindex is not None:
+            ctx.time_index, ctx.time_index_sanity = _read_index(
+                seg.timeindex, seg.base_offset, read_time_index, time_index_sanity)
             ctx.time_index_path = str(seg.timeindex)
-            ctx.time_index_sanity = tuple(time_index_sanity(
-                raw, base_offset=seg.base_offset, path=str(seg.timeindex)))
         raw = _read_small(seg.txnindex)
         if raw is not None:
             ctx.txn_index = read_txn_index(raw, path=str(seg.txnindex), base_offset=seg.base_offset)

@@ -20,13 +20,16 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from kafkatx.formats.primitives import INT32_MAX
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
+from kafkatx.formats.record_batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    increment_sequence,
+)
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_TIMESTAMP = -1
-INT32_MAX = 2**31 - 1
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 TV_UNKNOWN = -1  # TransactionVersion.TV_UNKNOWN: what data batches and replicated markers carry
 LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
@@ -83,13 +86,6 @@ class InvalidTxnStateError(ProducerStateError):
 
 class TransactionCoordinatorFencedError(ProducerStateError):
     kafka_error = "TransactionCoordinatorFencedException"
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:

@@ -90,15 +90,13 @@ async def handle_leave_group(broker: Broker, ctx: RequestContext, request: Any) 
     return protocol.make(ctx.response_cls, error_code=error, members=members)
 
 
-@api(8, 2, 8)
-async def handle_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    now = broker.now_ms()
-    retention = getattr(request, "retention_time", None)
-    retention_ms = DEFAULT_RETENTION_MS if retention is None else protocol.ms(retention)
-    expire = -1 if retention_ms == DEFAULT_RETENTION_MS else now + retention_ms
+def requested_offsets(
+    broker: Broker, topics: Any, now: int, expire: int = -1
+) -> tuple[dict[tuple[str, int], OffsetAndMetadata], dict[tuple[str, int], ErrorCode]]:
+    """The offsets an OffsetCommit/TxnOffsetCommit asks to store, and unknown partitions."""
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     errors: dict[tuple[str, int], ErrorCode] = {}
-    for topic in request.topics:
+    for topic in topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             if broker.logs.get(*tp) is None:
@@ -107,6 +105,16 @@ async def handle_offset_commit(broker: Broker, ctx: RequestContext, request: Any
             offsets[tp] = OffsetAndMetadata(p.committed_offset,
                                             getattr(p, "committed_leader_epoch", -1),
                                             p.committed_metadata or "", now, expire)
+    return offsets, errors
+
+
+@api(8, 2, 8)
+async def handle_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    now = broker.now_ms()
+    retention = getattr(request, "retention_time", None)
+    retention_ms = DEFAULT_RETENTION_MS if retention is None else protocol.ms(retention)
+    expire = -1 if retention_ms == DEFAULT_RETENTION_MS else now + retention_ms
+    offsets, errors = requested_offsets(broker, request.topics, now, expire)
     if offsets:
         errors.update(broker.groups.handle_commit_offsets(
             request.group_id, request.member_id, getattr(request, "group_instance_id", None),

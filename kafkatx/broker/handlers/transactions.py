@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
-from kafkatx.broker.groups import UNKNOWN_MEMBER_ID, OffsetAndMetadata
+from kafkatx.broker.groups import UNKNOWN_MEMBER_ID
 from kafkatx.broker.handlers import api
+from kafkatx.broker.handlers.groups import requested_offsets
 from kafkatx.formats.transaction_log import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 if TYPE_CHECKING:
@@ -129,18 +130,7 @@ async def handle_write_txn_markers(broker: Broker, ctx: RequestContext, request:
 
 @api(28, 0, 3)
 async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    now = broker.now_ms()
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    errors: dict[tuple[str, int], ErrorCode] = {}
-    for topic in request.topics:
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if broker.logs.get(*tp) is None:
-                errors[tp] = ErrorCode.unknown_topic_or_partition
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                p.committed_offset, getattr(p, "committed_leader_epoch", -1),
-                p.committed_metadata or "", now)
+    offsets, errors = requested_offsets(broker, request.topics, broker.now_ms())
     if offsets:
         errors.update(broker.groups.handle_txn_commit_offsets(
             request.group_id, request.producer_id, request.producer_epoch,
