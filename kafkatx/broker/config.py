@@ -16,6 +16,7 @@ DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expirat
 # transaction.remove.expired.transaction.cleanup.interval.ms
 DEFAULT_REMOVE_EXPIRED_INTERVAL_MS = 3_600_000
 DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
+DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
 LEADER_EPOCH = 0  # a single node that never loses leadership
 
 
@@ -34,9 +35,13 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS
     remove_expired_interval_ms: int = DEFAULT_REMOVE_EXPIRED_INTERVAL_MS
     group_initial_rebalance_delay_ms: int = DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS
+    group_min_session_timeout_ms: int = DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS
     hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
     offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
     faults: tuple[Any, ...] = ()  # kafkatx.broker.faults.FaultRule (``--fault``)
+    # The finalized ``transaction.version`` feature (``--transaction-version``): 0 as Kafka 3.0,
+    # 1 adds flexible coordinator values and KIP-890 part 1 verification, 2 transactions v2.
+    transaction_version: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

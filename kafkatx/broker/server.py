@@ -77,7 +77,7 @@ class Broker:
             self, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
         self.transactions = TransactionCoordinator(self)
         self.transactions.id_expiration_ms = config.transactional_id_expiration_ms
-        self.handlers: dict[int, ApiHandler] = load_handlers()
+        self.handlers: dict[int, ApiHandler] = load_handlers(config.transaction_version)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
         self._appended = asyncio.Event()

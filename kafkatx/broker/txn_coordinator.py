@@ -1,9 +1,11 @@
 """The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, markers, timeouts.
 
-Mirrors Kafka's ``TransactionCoordinator`` (``handleInitProducerId`` with
-``prepareInitProducerIdTransit``, ``handleAddPartitionsToTransaction``, ``endTransaction`` for
-transactions v0/v1, ``abortTimedOutTransactions``, ``handleDescribeTransactions``,
-``handleListTransactions``), ``TransactionStateManager`` (the cache of every transactional id,
+Mirrors Kafka 4.x's ``TransactionCoordinator`` (``handleInitProducerId`` with
+``prepareInitProducerIdTransit``, ``handleAddPartitionsToTransaction``,
+``handleVerifyPartitionsInTransaction``, ``endTransactionWithTV1`` and, for clients that
+negotiated transactions v2 (KIP-890), ``endTransaction`` with its epoch bump per transaction,
+``abortTimedOutTransactions``, ``handleDescribeTransactions``, ``handleListTransactions``),
+``TransactionStateManager`` (the cache of every transactional id,
 ``appendTransactionToLog``: a transition takes effect only once its value is in
 ``__transaction_state-<partitionFor(id)>``; ``loadTransactionsForTxnTopicPartition``: the last
 value per id wins, a tombstone removes it, PrepareCommit/PrepareAbort are completed;
@@ -12,7 +14,8 @@ value per id wins, a tombstone removes it, PrepareCommit/PrepareAbort are comple
 transaction, then CompleteCommit/CompleteAbort). This single node leads every partition, so the
 markers are written directly (``WriteTxnMarkers``' local append) before EndTxn is answered;
 a marker the leader refuses is logged and that partition dropped, as Kafka does for a partition
-that no longer exists.
+that no longer exists. Aborts the coordinator starts itself (an InitProducerId fencing an
+ongoing transaction, a timeout) follow the cluster's finalized ``transaction.version``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kafkatx.broker.txn_metadata import (
     TopicPartition,
     TransactionMetadata,
     TxnTransitMetadata,
+    supports_epoch_bump,
 )
 from kafkatx.errors import FormatError
 from kafkatx.formats.transaction_log import (
@@ -48,7 +52,7 @@ from kafkatx.formats.transaction_log import (
     parse_value,
 )
 from kafkatx.semantics.coordinator_partition import partition_for
-from kafkatx.semantics.transaction_states import is_epoch_exhausted
+from kafkatx.semantics.transaction_states import SHORT_MAX, is_epoch_exhausted
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker
@@ -56,7 +60,6 @@ if TYPE_CHECKING:
 S = TransactionState
 NUM_PARTITIONS = 50  # transaction.state.log.num.partitions
 DEFAULT_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms
-TRANSACTION_VERSION = 0  # no transaction.version feature is advertised
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,9 @@ class TransactionCoordinator:
         self.broker = broker
         self.cache: dict[str, TransactionMetadata] = {}
         self.coordinator_epoch = LEADER_EPOCH  # the __transaction_state partition leader epoch
+        # The finalized ``transaction.version`` feature (``--transaction-version``): the layout
+        # of the values written and the protocol of aborts the coordinator starts itself.
+        self.transaction_version = broker.config.transaction_version
         self.id_expiration_ms = DEFAULT_ID_EXPIRATION_MS
         self._delayed_tasks: set[asyncio.Task[None]] = set()
 
@@ -98,7 +104,7 @@ class TransactionCoordinator:
         """``appendTransactionToLog``: write the value, then complete the transition; on a
         failed write the pending state is cleared and the mapped error returned."""
         try:
-            value = md.value_to_write(transit)
+            value = md.value_to_write(transit, self.transaction_version)
             batch = build_batch([(build_key(TransactionLogKey(
                 transactional_id=md.transactional_id)), build_value(value))],
                 self.broker.now_ms())
@@ -176,9 +182,9 @@ class TransactionCoordinator:
             return InitProducerIdResult(error)
         if transit.txn_state is S.PREPARE_EPOCH_FENCE:
             # Abort the ongoing transaction; the client retries and gets a second bump.
-            end_error, _, _ = self._end_transaction(md, transit.producer_id,
-                                                    transit.producer_epoch, commit=False,
-                                                    from_client=False)
+            end_error, _, _ = self._end_transaction(
+                md, transit.producer_id, transit.producer_epoch, commit=False,
+                from_client=False, client_transaction_version=self.transaction_version)
             return InitProducerIdResult(end_error if end_error != ErrorCode.none
                                         else ErrorCode.concurrent_transactions)
         error = self._append(md, transit)
@@ -223,8 +229,10 @@ class TransactionCoordinator:
     # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
 
     def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                              partitions: Iterable[TopicPartition]) -> ErrorCode:
-        """``handleAddPartitionsToTransaction`` (one error for the whole request)."""
+                              partitions: Iterable[TopicPartition],
+                              client_transaction_version: int = 0) -> ErrorCode:
+        """``handleAddPartitionsToTransaction`` (one error for the whole request); transactions
+        v2 reach it from a Produce v12+ or TxnOffsetCommit v5+ (the implicit add of KIP-890)."""
         if not transactional_id:
             return ErrorCode.invalid_request
         md = self.cache.get(transactional_id)
@@ -237,33 +245,66 @@ class TransactionCoordinator:
             return ErrorCode.concurrent_transactions
         if md.state is S.ONGOING and wanted <= md.topic_partitions:
             return ErrorCode.none
-        return self._append(md, md.prepare_add_partitions(wanted, self.broker.now_ms()))
+        return self._append(md, md.prepare_add_partitions(wanted, self.broker.now_ms(),
+                                                          client_transaction_version))
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """``handleVerifyPartitionsInTransaction`` (KIP-890 part 1): TRANSACTION_ABORTABLE for
+        a partition the ongoing transaction does not hold."""
+        wanted = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(wanted, ErrorCode.invalid_request)
+        md = self.cache.get(transactional_id)
+        error = None
+        if md is None or md.producer_id != producer_id:
+            error = ErrorCode.invalid_producer_id_mapping
+        elif md.producer_epoch != producer_epoch:
+            error = ErrorCode.producer_fenced
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = ErrorCode.concurrent_transactions
+        if error is not None:
+            return dict.fromkeys(wanted, error)
+        return {tp: ErrorCode.none if tp in md.topic_partitions
+                else ErrorCode.transaction_abortable for tp in wanted}
 
     def handle_add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                           group_id: str) -> ErrorCode:
+                           group_id: str, client_transaction_version: int = 0) -> ErrorCode:
         """``KafkaApis#handleAddOffsetsToTxnRequest``: the group's ``__consumer_offsets``
         partition joins the transaction."""
+        return self.handle_add_partitions(transactional_id, producer_id, producer_epoch,
+                                          [self.offsets_partition(group_id)],
+                                          client_transaction_version)
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
         partition = self.broker.groups.partition_for(group_id)
         self.broker.logs.internal_topic(GROUP_METADATA_TOPIC)
-        return self.handle_add_partitions(transactional_id, producer_id, producer_epoch,
-                                          [(GROUP_METADATA_TOPIC, partition)])
+        return GROUP_METADATA_TOPIC, partition
 
     # -- EndTxn ---------------------------------------------------------------------------------
 
     def handle_end_transaction(self, transactional_id: str, producer_id: int,
-                               producer_epoch: int, commit: bool) -> tuple[ErrorCode, int, int]:
-        """``handleEndTransaction`` (from the client, transactions v0/v1)."""
+                               producer_epoch: int, commit: bool,
+                               client_transaction_version: int = 0
+                               ) -> tuple[ErrorCode, int, int]:
+        """``handleEndTransaction``: (error, producer id, epoch), the last two what EndTxn v5+
+        returns to a transactions-v2 client (the bumped epoch, or the next producer id)."""
         if not transactional_id:
             return ErrorCode.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         md = self.cache.get(transactional_id)
         if md is None:
             return ErrorCode.invalid_producer_id_mapping, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         return self._end_transaction(md, producer_id, producer_epoch, commit=commit,
-                                     from_client=True)
+                                     from_client=True,
+                                     client_transaction_version=client_transaction_version)
 
     def _end_transaction(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
-                         *, commit: bool, from_client: bool) -> tuple[ErrorCode, int, int]:
+                         *, commit: bool, from_client: bool, client_transaction_version: int
+                         ) -> tuple[ErrorCode, int, int]:
         """``endTransaction``: PrepareCommit/PrepareAbort, markers, CompleteCommit/Abort."""
+        if supports_epoch_bump(client_transaction_version):
+            return self._end_transaction_v2(md, producer_id, producer_epoch, commit=commit,
+                                            from_client=from_client)
         fencing = md.pending_state is S.PREPARE_EPOCH_FENCE
         none = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         valid_epoch = ((not from_client or producer_epoch == md.producer_epoch)
@@ -277,7 +318,7 @@ class TransactionCoordinator:
             error = ErrorCode.concurrent_transactions
         elif md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             if (md.state is S.COMPLETE_COMMIT) == commit:
-                return ErrorCode.none, md.producer_id, md.producer_epoch  # a retry
+                return ErrorCode.none, *none  # a retry
             error = ErrorCode.invalid_txn_state
         elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             error = (ErrorCode.concurrent_transactions
@@ -295,25 +336,106 @@ class TransactionCoordinator:
             md.pending_state = None
             md.producer_epoch = producer_epoch
             md.last_producer_epoch = NO_PRODUCER_EPOCH
-        now = self.broker.now_ms()
-        transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now)
+        transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+                                             self.broker.now_ms())
         error = self._append(md, transit)
         if error != ErrorCode.none:
             if fencing:
                 md.has_failed_epoch_fence = True
             return error, *none
+        self._after_prepare(md, transit, commit)
+        return ErrorCode.none, *none
+
+    def _end_transaction_v2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
+                            *, commit: bool, from_client: bool) -> tuple[ErrorCode, int, int]:
+        """``endTransaction`` for transactions v2: a retry is recognised by the epoch the
+        coordinator already bumped, an abort is allowed from Empty/Complete* (the client was
+        unsure whether it had started a transaction), and the answer carries the new epoch."""
+        none = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        fencing = md.pending_state is S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (not fencing and md.previous_producer_id == producer_id
+                             and producer_epoch == SHORT_MAX - 1 and md.producer_epoch == 0)
+        retry_on_bump = not fencing and md.producer_epoch == producer_epoch + 1
+        if fencing:
+            valid_epoch = ((not from_client or producer_epoch == md.producer_epoch)
+                           and producer_epoch >= md.producer_epoch)
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        else:
+            valid_epoch = producer_epoch == md.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        current = (md.producer_id, md.producer_epoch)
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.invalid_producer_id_mapping, *none
+        if not valid_epoch:
+            return ErrorCode.producer_fenced, *none
+        if md.pending_transition_in_progress and not fencing:
+            return ErrorCode.concurrent_transactions, *none
+        state = md.state
+        next_state: TransactionState | None = None
+        no_partition_added = True
+        error = ErrorCode.invalid_txn_state
+        if state is S.ONGOING:
+            next_state, no_partition_added = (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+                                              False)
+        elif state is S.COMPLETE_COMMIT:
+            if commit and is_retry:
+                return ErrorCode.none, *current
+            if not commit and not is_retry:
+                next_state = S.PREPARE_ABORT
+        elif state is S.COMPLETE_ABORT:
+            if not commit and is_retry:
+                return ErrorCode.none, *current
+            if not commit:
+                next_state = S.PREPARE_ABORT
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            if (state is S.PREPARE_COMMIT) == commit:
+                error = ErrorCode.concurrent_transactions
+        elif state is S.EMPTY:
+            if not commit:
+                next_state = S.PREPARE_ABORT
+        else:
+            raise IllegalTransitionError(f"Found transactionalId {md.transactional_id} with "
+                                         f"state {state.kafka_name}")
+        if next_state is None:
+            if fencing:
+                md.pending_state = None
+            return error, *none
+        # KAFKA-20090: an exhausted epoch moves to a new producer id once the markers are out.
+        next_pid = (self.broker.producer_ids.generate() if md.is_producer_epoch_exhausted
+                    else NO_PRODUCER_ID)
+        if fencing and next_state is S.PREPARE_ABORT:
+            md.pending_state = None
+            md.producer_epoch = producer_epoch
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+        # KAFKA-19367: the fence already bumped the epoch; the abort does not bump it again.
+        transit = md.prepare_abort_or_commit(
+            next_state, self.broker.now_ms(), client_transaction_version=2,
+            next_producer_id=next_pid, no_partition_added=no_partition_added, bump=not fencing)
+        error = self._append(md, transit)
+        if error != ErrorCode.none:
+            return error, *none
+        complete = self._after_prepare(md, transit, next_state is S.PREPARE_COMMIT)
+        return ErrorCode.none, complete.producer_id, complete.producer_epoch
+
+    def _after_prepare(self, md: TransactionMetadata, transit: TxnTransitMetadata,
+                       commit: bool) -> TxnTransitMetadata:
+        """The PrepareCommit/PrepareAbort is in the log: the markers (``crash-after`` stops
+        here); returns the CompleteCommit/CompleteAbort transition."""
         if self.broker.faults.crashes_after(transit.txn_state):
             crash(f"transactional id {md.transactional_id}: {transit.txn_state.kafka_name} "
                   "written, no marker")
-        self._complete(md, commit=commit)
-        return ErrorCode.none, md.producer_id, md.producer_epoch
+        return self._complete(md, commit=commit)
 
-    def _complete(self, md: TransactionMetadata, *, commit: bool) -> None:
+    def _complete(self, md: TransactionMetadata, *, commit: bool) -> TxnTransitMetadata:
         """``TransactionMarkerChannelManager#addTxnMarkersToSend`` through ``tryAppendToLog``:
         a marker in every partition, then CompleteCommit/CompleteAbort (once the last one is
         written: partitions with a ``delay-marker`` fault get theirs later, and a
         ``drop-marker`` partition none, the coordinator completing as if it had)."""
         transit = md.prepare_complete(self.broker.now_ms())
+        tv = md.client_transaction_version
         faults = self.broker.faults
         now: list[TopicPartition] = []
         later: dict[int, list[TopicPartition]] = {}
@@ -328,7 +450,7 @@ class TransactionCoordinator:
                 now.append(tp)
         if now:
             self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch, commit,
-                               now)
+                               now, transaction_version=tv)
         if later:
             try:
                 loop = asyncio.get_running_loop()
@@ -338,16 +460,17 @@ class TransactionCoordinator:
                 task = loop.create_task(self._delayed_markers(md, transit, commit, later))
                 self._delayed_tasks.add(task)
                 task.add_done_callback(self._delayed_tasks.discard)
-                return
+                return transit
             for tps in later.values():  # no event loop to wait in: write them now
                 self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch,
-                                   commit, tps)
+                                   commit, tps, transaction_version=tv)
         self._finish(md, transit)
+        return transit
 
     async def _delayed_markers(self, md: TransactionMetadata, transit: TxnTransitMetadata,
                                commit: bool, later: dict[int, list[TopicPartition]]) -> None:
         """The ``delay-marker`` faults' markers, each after its delay, then Complete*."""
-        pid, epoch = md.producer_id, md.producer_epoch
+        pid, epoch, tv = md.producer_id, md.producer_epoch, md.client_transaction_version
         start = asyncio.get_running_loop().time()
         for delay in sorted(later):
             self.broker.log(f"fault injected: {'COMMIT' if commit else 'ABORT'} marker of "
@@ -355,7 +478,8 @@ class TransactionCoordinator:
                             + ", ".join(f"{t}-{p}" for t, p in later[delay])
                             + f" delayed by {delay} ms")
             await asyncio.sleep(max(0.0, start + delay / 1000 - asyncio.get_running_loop().time()))
-            self.write_markers(pid, epoch, self.coordinator_epoch, commit, later[delay])
+            self.write_markers(pid, epoch, self.coordinator_epoch, commit, later[delay],
+                               transaction_version=tv)
         self._finish(md, transit)
 
     def _finish(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> None:
@@ -365,8 +489,8 @@ class TransactionCoordinator:
                              f"the transaction ({error.name}); it stays in {md.state.kafka_name}")
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      commit: bool, partitions: Iterable[TopicPartition]
-                      ) -> dict[TopicPartition, ErrorCode]:
+                      commit: bool, partitions: Iterable[TopicPartition], *,
+                      transaction_version: int = 0) -> dict[TopicPartition, ErrorCode]:
         """``KafkaApis#handleWriteTxnMarkersRequest``'s local part: append the marker to each
         partition (origin COORDINATOR); the group coordinator completes pending transactional
         offset commits of ``__consumer_offsets`` partitions (``onTransactionCompleted``)."""
@@ -383,7 +507,7 @@ class TransactionCoordinator:
             try:
                 log.append_end_txn_marker(producer_id=producer_id, producer_epoch=producer_epoch,
                                           coordinator_epoch=coordinator_epoch, commit=commit,
-                                          now_ms=now, transaction_version=TRANSACTION_VERSION)
+                                          now_ms=now, transaction_version=transaction_version)
             except AppendError as exc:
                 self.broker.warn(f"{kind} marker of producer {producer_id} epoch "
                                  f"{producer_epoch} refused by {topic}-{partition}: {exc.message}")
@@ -411,8 +535,9 @@ class TransactionCoordinator:
             except IllegalTransitionError as exc:
                 self.broker.warn(f"transactional id {md.transactional_id}: {exc}")
                 continue
-            error, _, _ = self._end_transaction(md, transit.producer_id, transit.producer_epoch,
-                                                commit=False, from_client=False)
+            error, _, _ = self._end_transaction(
+                md, transit.producer_id, transit.producer_epoch, commit=False, from_client=False,
+                client_transaction_version=self.transaction_version)
             if error == ErrorCode.none:
                 aborted.append(md.transactional_id)
                 self.broker.log(f"transactional id {md.transactional_id}: aborted after its "

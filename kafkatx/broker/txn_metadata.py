@@ -1,7 +1,8 @@
 """One transactional id's coordinator state and the transitions the coordinator prepares.
 
-Mirrors Kafka's ``TransactionMetadata`` / ``TxnTransitMetadata`` (transactions v0/v1: the
-client transaction version is always 0 here, so EndTxn never bumps the epoch): each
+Mirrors Kafka's ``TransactionMetadata`` / ``TxnTransitMetadata`` (Kafka 4.x, with transactions
+v2 of KIP-890: a client transaction version of 2 bumps the epoch at every PrepareCommit/
+PrepareAbort and rotates to the next producer id when the epoch is exhausted): each
 ``prepare_*`` method returns the target of a transition and marks it pending
 (``prepareTransitionTo``), ``complete_transition_to`` applies it once the value is in the log
 (``completeTransitionTo``). The state table is ``transaction_log.VALID_PREVIOUS_STATES``; the
@@ -32,8 +33,17 @@ from kafkatx.semantics.transaction_states import (
 )
 
 S = TransactionState
-VALUE_VERSION = 0  # TransactionVersion.TV_0.transactionLogValueVersion(): no transaction.version
 TopicPartition = tuple[str, int]
+
+
+def log_value_version(transaction_version: int) -> int:
+    """``TransactionVersion#transactionLogValueVersion``: flexible v1 values from TV1 on."""
+    return 1 if transaction_version >= 1 else 0
+
+
+def supports_epoch_bump(client_transaction_version: int) -> bool:
+    """``TransactionVersion#supportsEpochBump``: transactions v2."""
+    return client_transaction_version >= 2
 
 
 class IllegalTransitionError(Exception):
@@ -56,7 +66,7 @@ class TxnTransitMetadata:
     txn_last_update_timestamp: int
     client_transaction_version: int = 0
 
-    def to_log_value(self) -> TransactionLogValue:
+    def to_log_value(self, transaction_version: int = 0) -> TransactionLogValue:
         """``TransactionLog#valueToBytes``: partitions grouped by topic, null for Empty."""
         partitions: tuple[TxnTopicPartitions, ...] | None = None
         if self.txn_state is not S.EMPTY:
@@ -68,12 +78,17 @@ class TxnTransitMetadata:
         elif self.topic_partitions:
             raise IllegalTransitionError("Transaction is not expected to have any partitions "
                                          f"since its state is Empty: {self}")
+        version = log_value_version(transaction_version)
+        tags = {} if version == 0 else {
+            "previous_producer_id": self.prev_producer_id,
+            "next_producer_id": self.next_producer_id,
+            "client_transaction_version": self.client_transaction_version}
         return TransactionLogValue(
-            version=VALUE_VERSION, producer_id=self.producer_id,
+            version=version, producer_id=self.producer_id,
             producer_epoch=self.producer_epoch, transaction_timeout_ms=self.txn_timeout_ms,
             state=int(self.txn_state), partitions=partitions,
             last_update_timestamp_ms=self.txn_last_update_timestamp,
-            start_timestamp_ms=self.txn_start_timestamp)
+            start_timestamp_ms=self.txn_start_timestamp, **tags)
 
 
 class TransactionMetadata:
@@ -181,29 +196,47 @@ class TransactionMetadata:
         return self._prepare(S.EMPTY, new_producer_id, 0, last, new_timeout_ms, frozenset(), -1,
                              now_ms)
 
-    def prepare_add_partitions(self, added: frozenset[TopicPartition],
-                               now_ms: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: frozenset[TopicPartition], now_ms: int,
+                               client_transaction_version: int = 0) -> TxnTransitMetadata:
         """``prepareAddPartitions``: a new transaction starts its clock."""
         start = now_ms if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) \
             else self.txn_start_timestamp
         return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch,
                              self.last_producer_epoch, self.txn_timeout_ms,
-                             frozenset(self.topic_partitions) | added, start, now_ms)
+                             frozenset(self.topic_partitions) | added, start, now_ms,
+                             client_transaction_version=client_transaction_version)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState,
-                                now_ms: int) -> TxnTransitMetadata:
-        """``prepareAbortOrCommit`` without an epoch bump (client transaction version 0)."""
-        return self._prepare(new_state, self.producer_id, self.producer_epoch,
-                             self.last_producer_epoch, self.txn_timeout_ms,
-                             frozenset(self.topic_partitions), self.txn_start_timestamp, now_ms)
+    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int, *,
+                                client_transaction_version: int = 0,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False,
+                                bump: bool = True) -> TxnTransitMetadata:
+        """``prepareAbortOrCommit``: under transactions v2 the epoch is bumped here (the
+        markers carry the new epoch) unless ``bump`` is off (an epoch fence already bumped it,
+        KAFKA-19367) or an abort must go through at Short.MAX_VALUE (KAFKA-20090)."""
+        epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        if supports_epoch_bump(client_transaction_version):
+            last_epoch = self.producer_epoch
+            if bump and not (self.producer_epoch == SHORT_MAX and new_state is S.PREPARE_ABORT):
+                epoch = self.producer_epoch + 1
+        start = now_ms if no_partition_added else self.txn_start_timestamp
+        return self._prepare(new_state, self.producer_id, epoch, last_epoch, self.txn_timeout_ms,
+                             frozenset(self.topic_partitions), start, now_ms,
+                             next_producer_id=next_producer_id,
+                             client_transaction_version=client_transaction_version)
 
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
-        """``prepareComplete``: CompleteCommit/CompleteAbort once every marker is written."""
+        """``prepareComplete``: CompleteCommit/CompleteAbort once every marker is written; an
+        epoch exhausted under transactions v2 moves to the next producer id at epoch 0."""
         new_state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         self.has_failed_epoch_fence = False
-        return self._prepare(new_state, self.producer_id, self.producer_epoch,
-                             self.producer_epoch, self.txn_timeout_ms, frozenset(),
-                             self.txn_start_timestamp, now_ms)
+        pid, epoch = self.producer_id, self.producer_epoch
+        if (supports_epoch_bump(self.client_transaction_version)
+                and self.next_producer_id != NO_PRODUCER_ID):
+            pid, epoch = self.next_producer_id, 0
+        return self._prepare(new_state, pid, epoch, self.producer_epoch, self.txn_timeout_ms,
+                             frozenset(), self.txn_start_timestamp, now_ms,
+                             client_transaction_version=self.client_transaction_version)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         """``prepareDead``: the id expires (a tombstone is written, the id leaves the cache)."""
@@ -213,7 +246,8 @@ class TransactionMetadata:
 
     def _prepare(self, state: TransactionState, producer_id: int, epoch: int, last_epoch: int,
                  timeout_ms: int, partitions: frozenset[TopicPartition], start_ms: int,
-                 update_ms: int) -> TxnTransitMetadata:
+                 update_ms: int, *, next_producer_id: int = NO_PRODUCER_ID,
+                 client_transaction_version: int | None = None) -> TxnTransitMetadata:
         """``prepareTransitionTo``."""
         if self.pending_state is not None:
             raise IllegalTransitionError(
@@ -231,16 +265,22 @@ class TransactionMetadata:
         self.pending_state = state
         return TxnTransitMetadata(
             producer_id=producer_id, prev_producer_id=self.producer_id,
-            next_producer_id=NO_PRODUCER_ID, producer_epoch=epoch, last_producer_epoch=last_epoch,
-            txn_timeout_ms=timeout_ms, txn_state=state, topic_partitions=partitions,
-            txn_start_timestamp=start_ms, txn_last_update_timestamp=update_ms)
+            next_producer_id=next_producer_id, producer_epoch=epoch,
+            last_producer_epoch=last_epoch, txn_timeout_ms=timeout_ms, txn_state=state,
+            topic_partitions=partitions, txn_start_timestamp=start_ms,
+            txn_last_update_timestamp=update_ms,
+            client_transaction_version=(self.client_transaction_version
+                                        if client_transaction_version is None
+                                        else client_transaction_version))
 
     # -- writing and completing --------------------------------------------------------------
 
-    def value_to_write(self, transit: TxnTransitMetadata) -> TransactionLogValue:
-        """The ``__transaction_state`` value of ``transit``, checked against the last value
-        written for this id with the coordinator's rules (``completeTransitionTo``)."""
-        value = transit.to_log_value()
+    def value_to_write(self, transit: TxnTransitMetadata,
+                       transaction_version: int = 0) -> TransactionLogValue:
+        """The ``__transaction_state`` value of ``transit`` in the layout of the cluster's
+        ``transaction.version``, checked against the last value written for this id with the
+        coordinator's rules (``completeTransitionTo``)."""
+        value = transit.to_log_value(transaction_version)
         problems = check_value(value)
         if self.last_written is None:
             problems += check_recreation(value)
@@ -260,21 +300,17 @@ class TransactionMetadata:
                 f"TransactionalId {self.transactional_id} completing a transition to "
                 f"{transit.txn_state.kafka_name} while its pending state is {self.pending_state}")
         to = transit.txn_state
-        if to is S.EMPTY:  # InitProducerId
-            self.txn_timeout_ms = transit.txn_timeout_ms
-            self.producer_epoch = transit.producer_epoch
-            self.last_producer_epoch = transit.last_producer_epoch
-            self.producer_id = transit.producer_id
-            self.previous_producer_id = transit.prev_producer_id
-        elif to is S.ONGOING:  # AddPartitionsToTxn / AddOffsetsToTxn
-            self.txn_start_timestamp = transit.txn_start_timestamp
-            self.topic_partitions |= transit.topic_partitions
-        elif to in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):  # the markers are written
-            self.txn_start_timestamp = transit.txn_start_timestamp
-            self.topic_partitions.clear()
-        elif to in (S.PREPARE_EPOCH_FENCE, S.DEAD):
+        if to in (S.PREPARE_EPOCH_FENCE, S.DEAD):
             raise IllegalTransitionError(f"TransactionalId {self.transactional_id} cannot "
                                          f"complete a transition to {to.kafka_name}")
+        self.producer_id = transit.producer_id
+        self.previous_producer_id = transit.prev_producer_id
+        self.next_producer_id = transit.next_producer_id
+        self.producer_epoch = transit.producer_epoch
+        self.last_producer_epoch = transit.last_producer_epoch
+        self.txn_timeout_ms = transit.txn_timeout_ms
+        self.topic_partitions = set(transit.topic_partitions)
+        self.txn_start_timestamp = transit.txn_start_timestamp
         self.client_transaction_version = transit.client_transaction_version
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
         self.pending_state = None

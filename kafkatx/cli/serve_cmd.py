@@ -11,6 +11,7 @@ from rich.console import Console
 
 from kafkatx.broker.config import (
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+    DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
     DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
@@ -63,6 +64,18 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               type=click.IntRange(0),
               help="How long a new group waits for more members before its first rebalance "
                    "(group.initial.rebalance.delay.ms).")
+@click.option("--group-min-session-timeout-ms",
+              default=DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS, show_default=True,
+              type=click.IntRange(0),
+              help="Shortest session timeout a group member may ask for "
+                   "(group.min.session.timeout.ms).")
+@click.option("--transaction-version", default=0, show_default=True,
+              type=click.IntRange(0, 2),
+              help="The cluster's finalized transaction.version feature: 0 as Kafka 3.0; 1 adds "
+                   "flexible __transaction_state values and KIP-890 part 1 produce "
+                   "verification; 2 offers transactions v2 (KIP-890: an epoch bump per "
+                   "transaction, partitions added by Produce v12 / TxnOffsetCommit v5) to "
+                   "clients that negotiate it.")
 @click.option("--fault", "faults", multiple=True, metavar="RULE", callback=_parse_faults,
               help="Inject a fault (repeatable), to reproduce a broken transaction: "
                    + RULE_HELP + ".")
@@ -70,7 +83,8 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
                   segment_bytes: int, node_id: int, transaction_max_timeout_ms: int,
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
-                  group_initial_rebalance_delay_ms: int, faults: tuple[FaultRule, ...],
+                  group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
+                  transaction_version: int, faults: tuple[FaultRule, ...],
                   verbose: bool) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
@@ -89,7 +103,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           transaction_abort_interval_ms=transaction_abort_interval_ms,
                           transactional_id_expiration_ms=transactional_id_expiration_ms,
                           group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
-                          faults=faults)
+                          group_min_session_timeout_ms=group_min_session_timeout_ms,
+                          transaction_version=transaction_version, faults=faults)
     console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def listening(broker: Broker) -> None:

@@ -90,7 +90,8 @@ def test_commit_and_abort_write_markers_and_complete(tmp_path: Path) -> None:
         produce(b, "pay", 1, [b"c"], pid=pid, epoch=epoch, seq=0, txn=True)
         log0 = b.logs.get("pay", 0)
         assert log0 is not None and log0.last_stable_offset == 0
-        assert b.transactions.handle_end_transaction(TID, pid, epoch, True) == (NONE, 0, 0)
+        # Transactions v0/v1: the answer carries no producer id (endTransactionWithTV1).
+        assert b.transactions.handle_end_transaction(TID, pid, epoch, True) == (NONE, -1, -1)
         assert log0.last_stable_offset == log0.high_watermark == 3
         # A retried commit is answered without a second marker.
         assert b.transactions.handle_end_transaction(TID, pid, epoch, True)[0] == NONE

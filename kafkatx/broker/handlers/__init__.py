@@ -2,11 +2,13 @@
 
 A handler is ``async def handle(broker, ctx, request) -> response | None`` (None: no response,
 as for Produce with acks=0). ``ApiVersions`` advertises exactly what is registered here, so a
-module that registers nothing advertises nothing.
+module that registers nothing advertises nothing. Some APIs serve more versions when the
+cluster's ``transaction.version`` is 2 (Kafka 4.0's ranges for transactions v2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ HANDLER_MODULES = (
     "kafkatx.broker.handlers.api_versions",
     "kafkatx.broker.handlers.metadata",
     "kafkatx.broker.handlers.topics",
+    "kafkatx.broker.handlers.replicas",
     "kafkatx.broker.handlers.produce",
     "kafkatx.broker.handlers.fetch",
     "kafkatx.broker.handlers.list_offsets",
@@ -36,6 +39,7 @@ class ApiHandler:
     min_version: int
     max_version: int
     handle: Handler
+    tv2_max_version: int | None = None  # the range's top at transaction.version 2
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -44,17 +48,24 @@ class ApiHandler:
 REGISTRY: dict[int, ApiHandler] = {}
 
 
-def api(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
-    """Register ``handle`` for ``api_key`` versions [min_version, max_version]."""
+def api(api_key: int, min_version: int, max_version: int, *,
+        tv2_max_version: int | None = None) -> Callable[[Handler], Handler]:
+    """Register ``handle`` for ``api_key`` versions [min_version, max_version] (up to
+    ``tv2_max_version`` when the broker runs at transaction.version 2)."""
 
     def register(handle: Handler) -> Handler:
-        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle)
+        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle,
+                                       tv2_max_version)
         return handle
 
     return register
 
 
-def load_handlers() -> dict[int, ApiHandler]:
+def load_handlers(transaction_version: int = 0) -> dict[int, ApiHandler]:
+    """The handlers with the version ranges this broker serves."""
     for module in HANDLER_MODULES:
         importlib.import_module(module)
-    return REGISTRY
+    if transaction_version < 2:
+        return dict(REGISTRY)
+    return {key: (dataclasses.replace(h, max_version=h.tv2_max_version)
+                  if h.tv2_max_version is not None else h) for key, h in REGISTRY.items()}

@@ -1,8 +1,10 @@
 """ApiVersions (key 18): what this broker serves, including the reply to versions it does not.
 
 Mirrors ``KafkaApis#handleApiVersionsRequest`` / ``ApiVersionsResponse``: the advertised ranges
-are exactly the registered handlers'; a request of an unknown ApiVersions version gets
-UNSUPPORTED_VERSION in the v0 layout with only the ApiVersions range
+are exactly the handlers this broker serves; from v3 on, the ``transaction.version`` feature is
+listed as supported (0-2) and, when ``--transaction-version`` is above 0, as finalized at that
+level (what a Kafka 4 client reads to use transactions v2); a request of an unknown ApiVersions
+version gets UNSUPPORTED_VERSION in the v0 layout with only the ApiVersions range
 (``ApiVersionsRequest#getErrorResponse``), so the client retries at a version both know.
 """
 
@@ -16,13 +18,16 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
-from kafkatx.broker.handlers import REGISTRY, ApiHandler, api
+from kafkatx.broker.handlers import ApiHandler, api
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
 
 API_VERSIONS_KEY = 18
 MIN_VERSION, MAX_VERSION = 0, 3  # Kafka 3.0's ApiVersions range
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+MAX_TRANSACTION_VERSION = 2
+FINALIZED_FEATURES_EPOCH = 0
 
 
 @api(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION)
@@ -33,10 +38,21 @@ async def handle_api_versions(broker: Broker, ctx: RequestContext, request: Any)
     keys = tuple(
         protocol.make(ctx.resp.ApiVersion, api_key=h.api_key, min_version=h.min_version,
                       max_version=h.max_version)
-        for h in sorted(REGISTRY.values(), key=lambda h: h.api_key)
+        for h in sorted(broker.handlers.values(), key=lambda h: h.api_key)
     )
+    features: dict[str, Any] = {}
+    if ctx.api_version >= 3:
+        level = broker.config.transaction_version
+        features["supported_features"] = (protocol.make(
+            ctx.resp.SupportedFeatureKey, name=TRANSACTION_VERSION_FEATURE, min_version=0,
+            max_version=MAX_TRANSACTION_VERSION),)
+        if level > 0:
+            features["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
+            features["finalized_features"] = (protocol.make(
+                ctx.resp.FinalizedFeatureKey, name=TRANSACTION_VERSION_FEATURE,
+                max_version_level=level, min_version_level=level),)
     return protocol.make(ctx.response_cls, error_code=ErrorCode.none, api_keys=keys,
-                         throttle_time=datetime.timedelta(0))
+                         throttle_time=datetime.timedelta(0), **features)
 
 
 def unsupported_version_reply(correlation_id: int, handlers: dict[int, ApiHandler]) -> bytes:

@@ -5,8 +5,9 @@ one magic-v2 batch per partition, ZStandard needs v7+; an acks=0 request that fa
 connection instead of answering) and ``ReplicaManager#appendRecords`` (INVALID_REQUIRED_ACKS,
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append to an internal topic,
 the error each append exception maps to, a duplicate answered with the original batch's offsets
-and no error). A single replica is always the whole ISR, so acks=1
-and acks=-1 are answered as soon as the batch is in the log.
+and no error, the transaction verification of KIP-890 in ``txn_verification``). A single
+replica is always the whole ISR, so acks=1 and acks=-1 are answered as soon as the batch is in
+the log.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kafkatx.broker.batch_header import BatchFrameError, split_batches
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS
 from kafkatx.broker.partition_log import AppendError, AppendResult
+from kafkatx.broker.txn_verification import verify_transactional_produce
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
@@ -54,7 +56,7 @@ def validate_records(version: int, records: bytes | None) -> tuple[ErrorCode, st
     return None
 
 
-@api(0, 3, 9)
+@api(0, 3, 9, tv2_max_version=12)
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     now = broker.now_ms()
@@ -75,7 +77,10 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 error = ErrorCode.invalid_topic_exception
                 message = f"Cannot append to internal topic {topic.name}"
             else:
-                refused = validate_records(ctx.api_version, part.records)
+                refused = validate_records(ctx.api_version, part.records) \
+                    or verify_transactional_produce(broker, request.transactional_id,
+                                                    topic.name, part.index, log,
+                                                    part.records, ctx.api_version)
                 if refused is not None:
                     error, message = refused
                 else:

@@ -9,8 +9,11 @@ fails the whole request: its error, OPERATION_NOT_ATTEMPTED for the others),
 ``handleTxnOffsetCommitRequest``, ``handleDescribeProducersRequest``,
 ``handleDescribeTransactionsRequest`` and ``handleListTransactionsRequest``, including their
 PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH translation for clients older than KIP-588. The
-advertised ranges are Kafka 3.0's (AddPartitionsToTxn v4+ is the broker-to-broker batch of
-KIP-890, which this single node never needs).
+advertised ranges are Kafka 3.0's, and Kafka 4.0's for the transaction APIs when the broker runs
+at ``--transaction-version 2``: EndTxn v5 (transactions v2: the answer carries the bumped epoch),
+TxnOffsetCommit v5 (adds the group's ``__consumer_offsets`` partition itself), AddPartitionsToTxn
+v4-v5 (the broker-to-broker batch of KIP-890, with ``verify_only``), InitProducerId v5 and
+AddOffsetsToTxn v4 (TRANSACTION_ABORTABLE).
 """
 
 from __future__ import annotations
@@ -40,7 +43,13 @@ def fenced_error(error: ErrorCode, version: int, first_fenced_version: int) -> E
     return error
 
 
-@api(22, 0, 4)
+def client_transaction_version(broker: Broker, version: int, first_tv2_version: int) -> int:
+    """The transaction version a request runs under: 2 when the cluster finalized
+    transactions v2 and the client sent a version that signals it (``KafkaApis``)."""
+    return 2 if broker.config.transaction_version >= 2 and version >= first_tv2_version else 0
+
+
+@api(22, 0, 4, tv2_max_version=5)
 async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
     epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
@@ -68,8 +77,10 @@ def _existing(broker: Broker, partitions: Iterable[tuple[str, int]]) -> dict[tup
                  else ErrorCode.operation_not_attempted) for tp in partitions}
 
 
-@api(24, 0, 3)
+@api(24, 0, 3, tv2_max_version=5)
 async def handle_add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 4:
+        return _add_partitions_batch(broker, ctx, request)
     wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     errors = _existing(broker, wanted)
     if not errors:
@@ -78,33 +89,66 @@ async def handle_add_partitions_to_txn(broker: Broker, ctx: RequestContext, requ
             request.v3_and_below_producer_epoch, wanted)
         error = fenced_error(error, ctx.api_version, 2)
         errors = dict.fromkeys(wanted, error)
+    return protocol.make(ctx.response_cls,
+                         results_by_topic_v3_and_below=_topic_results(ctx, errors))
+
+
+def _topic_results(ctx: RequestContext, errors: dict[tuple[str, int], ErrorCode]
+                   ) -> tuple[Any, ...]:
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(protocol.make(
             ctx.resp.AddPartitionsToTxnPartitionResult, partition_index=partition,
             partition_error_code=error))
-    results = tuple(protocol.make(ctx.resp.AddPartitionsToTxnTopicResult, name=topic,
-                                  results_by_partition=tuple(parts))
-                    for topic, parts in by_topic.items())
-    return protocol.make(ctx.response_cls, results_by_topic_v3_and_below=results)
+    return tuple(protocol.make(ctx.resp.AddPartitionsToTxnTopicResult, name=topic,
+                               results_by_partition=tuple(parts))
+                 for topic, parts in by_topic.items())
 
 
-@api(25, 0, 3)
+def _add_partitions_batch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """v4+: one result per transaction; ``verify_only`` checks the partitions are in the
+    transaction (``handleVerifyPartitionsInTransaction``), otherwise they are added, under
+    transactions v2 from v5 on."""
+    results = []
+    for txn in request.transactions:
+        wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+        errors = _existing(broker, wanted)
+        if errors:
+            pass
+        elif txn.verify_only:
+            errors = broker.transactions.verify_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
+        else:
+            error = broker.transactions.handle_add_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted,
+                client_transaction_version(broker, ctx.api_version, 5))
+            errors = dict.fromkeys(wanted, error)
+        results.append(protocol.make(ctx.resp.AddPartitionsToTxnResult,
+                                     transactional_id=txn.transactional_id,
+                                     topic_results=_topic_results(ctx, errors)))
+    return protocol.make(ctx.response_cls, error_code=ErrorCode.none,
+                         results_by_transaction=tuple(results))
+
+
+@api(25, 0, 3, tv2_max_version=4)
 async def handle_add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     error = broker.transactions.handle_add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
     return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2))
 
 
-@api(26, 0, 3)
+@api(26, 0, 3, tv2_max_version=5)
 async def handle_end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    error, _, _ = broker.transactions.handle_end_transaction(
+    tv = client_transaction_version(broker, ctx.api_version, 5)
+    error, pid, epoch = broker.transactions.handle_end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch,
-        bool(request.committed))
+        bool(request.committed), tv)
     if error == ErrorCode.none:
         broker.log(f"{ctx.peer} transactional id {request.transactional_id}: "
-                   f"{'committed' if request.committed else 'aborted'}")
-    return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2))
+                   f"{'committed' if request.committed else 'aborted'}"
+                   + (f" (transactions v2: producer id {pid} epoch {epoch} next)" if tv else ""))
+    return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2),
+                         producer_id=pid, producer_epoch=epoch)
 
 
 @api(27, 1, 1)
@@ -128,15 +172,19 @@ async def handle_write_txn_markers(broker: Broker, ctx: RequestContext, request:
     return protocol.make(ctx.response_cls, markers=tuple(results))
 
 
-@api(28, 0, 3)
+@api(28, 0, 3, tv2_max_version=5)
 async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     offsets, errors = requested_offsets(broker, request.topics, broker.now_ms())
     if offsets:
-        errors.update(broker.groups.handle_txn_commit_offsets(
-            request.group_id, request.producer_id, request.producer_epoch,
-            getattr(request, "member_id", UNKNOWN_MEMBER_ID),
-            getattr(request, "group_instance_id", None), getattr(request, "generation_id", -1),
-            offsets))
+        refused = _add_or_verify_offsets_partition(broker, ctx, request)
+        if refused != ErrorCode.none:
+            errors.update(dict.fromkeys(offsets, refused))
+        else:
+            errors.update(broker.groups.handle_txn_commit_offsets(
+                request.group_id, request.producer_id, request.producer_epoch,
+                getattr(request, "member_id", UNKNOWN_MEMBER_ID),
+                getattr(request, "group_instance_id", None),
+                getattr(request, "generation_id", -1), offsets))
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(protocol.make(
@@ -145,6 +193,25 @@ async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request:
     return protocol.make(ctx.response_cls, topics=tuple(
         protocol.make(ctx.resp.TxnOffsetCommitResponseTopic, name=topic,
                       partitions=tuple(parts)) for topic, parts in by_topic.items()))
+
+
+def _add_or_verify_offsets_partition(broker: Broker, ctx: RequestContext,
+                                     request: Any) -> ErrorCode:
+    """KIP-890 for offset commits: v5 under transactions v2 adds the group's
+    ``__consumer_offsets`` partition to the transaction (what AddOffsetsToTxn did); from
+    transaction.version 1 on, older versions must find it already added (KAFKA-15449)."""
+    coordinator = broker.transactions
+    if broker.config.transaction_version < 1 or not request.transactional_id:
+        return ErrorCode.none
+    tp = coordinator.offsets_partition(request.group_id)
+    if client_transaction_version(broker, ctx.api_version, 5):
+        return coordinator.handle_add_partitions(request.transactional_id, request.producer_id,
+                                                 request.producer_epoch, [tp], 2)
+    error = coordinator.verify_partitions(request.transactional_id, request.producer_id,
+                                          request.producer_epoch, [tp])[tp]
+    if error == ErrorCode.transaction_abortable and ctx.api_version < 4:
+        return ErrorCode.invalid_txn_state  # clients before KIP-890 know no TRANSACTION_ABORTABLE
+    return error
 
 
 @api(61, 0, 0)
