@@ -79,7 +79,9 @@ def tp_name(tp: TopicPartition) -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoordinatorStep:
     """One ``__transaction_state`` record in a transaction's story. ``timestamp_ms`` is the
-    value's last-update time (the record's timestamp for a tombstone)."""
+    value's last-update time (the record's timestamp for a tombstone); ``appended_ms`` the
+    record's own timestamp, the coordinator's clock at the append
+    (``TransactionStateManager#appendTransactionToLog``)."""
 
     state: str
     timestamp_ms: int
@@ -88,6 +90,7 @@ class CoordinatorStep:
     producer_id: int | None
     producer_epoch: int | None
     location: str | None = None
+    appended_ms: int = -1
 
     @classmethod
     def of(cls, rec: CoordinatorRecord) -> CoordinatorStep:
@@ -97,7 +100,8 @@ class CoordinatorStep:
         state = "tombstone" if v is None else _STATE_NAMES.get(v.state) or rec.state_name
         return cls(state=state, timestamp_ms=ts, offset=rec.offset,
                    partition=rec.partition, producer_id=None if v is None else v.producer_id,
-                   producer_epoch=None if v is None else v.producer_epoch, location=rec.location)
+                   producer_epoch=None if v is None else v.producer_epoch, location=rec.location,
+                   appended_ms=rec.timestamp)
 
     @property
     def where(self) -> str:
@@ -510,13 +514,18 @@ class TransactionJoin:
                st: _PartitionState) -> None:
         """Pair one producer's decisions with its markers here, both in order: a marker older
         than a decision (minus the clock skew) is older than every later one; a marker newer
-        than a decision's completion belongs to a later one."""
+        than a decision's completion belongs to a later one.
+
+        The completion's time is when its record was appended: its value's last-update time is
+        taken before the markers are sent (``TransactionCoordinator#endTransaction`` calls
+        ``prepareComplete`` first), and markers retried to an unavailable leader land later."""
         i = 0
         for c in txns:
             if c.decision is None or c.marker_epoch is None:
                 continue
             low = c.prepare.timestamp_ms - SKEW_MS if c.prepare is not None else None
-            high = c.complete.timestamp_ms + SKEW_MS if c.complete is not None else None
+            high = (max(c.complete.timestamp_ms, c.complete.appended_ms) + SKEW_MS
+                    if c.complete is not None else None)
             while low is not None and i < len(markers) and markers[i].timestamp < low:
                 i += 1
             for j in range(i, len(markers)):
