@@ -5,11 +5,13 @@ member paths and KIP-394's MEMBER_ID_REQUIRED, ``prepareRebalance`` with ``Initi
 and ``DelayedJoin``, ``onCompleteJoin``, ``handleSyncGroup``, pending-sync expiration,
 ``handleHeartbeat``, heartbeat and pending-member expiration, ``handleLeaveGroup``,
 ``handleCommitOffsets`` / ``handleTxnCommitOffsets`` / ``validateOffsetCommit``,
-``handleFetchOffsets``, ``handleListGroups``, ``handleDescribeGroup``) and
-``GroupMetadataManager`` (``storeGroup``: a GroupMetadataValue v3 record, ``storeOffsets``:
-OffsetCommitValue v3 records in one batch, transactional with the producer's id and epoch and
-base sequence 0; ``getOffsets`` with ``requireStable``; ``doLoadGroupsAndOffsets``;
-``scheduleHandleTxnCompletion``). Records go to ``__consumer_offsets-<partitionFor(group)>``.
+``handleFetchOffsets``, ``handleListGroups``, ``handleDescribeGroup``,
+``handleDeleteGroups``) and ``GroupMetadataManager`` (``storeGroup``: a GroupMetadataValue v3
+record, ``storeOffsets``: OffsetCommitValue v3 records in one batch, transactional with the
+producer's id and epoch and base sequence 0; ``getOffsets`` with ``requireStable``;
+``doLoadGroupsAndOffsets``; ``scheduleHandleTxnCompletion``; ``cleanupGroupMetadata``:
+tombstones for a deleted group's offsets and metadata). Records go to
+``__consumer_offsets-<partitionFor(group)>``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.coordinator_log import CoordinatorAppendError, append, build_batch
+from kafkatx.broker.coordinator_log import (
+    CoordinatorAppendError,
+    KeyValue,
+    append,
+    build_batch,
+)
 from kafkatx.broker.group_log import group_metadata_record, load_groups, offset_commit_records
 from kafkatx.broker.groups import (
     UNKNOWN_MEMBER_ID,
@@ -34,6 +41,7 @@ from kafkatx.broker.groups import (
     TopicPartition,
 )
 from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC
+from kafkatx.formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, build_key
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
@@ -41,7 +49,6 @@ if TYPE_CHECKING:
 
 G = GroupState
 NUM_PARTITIONS = 50  # offsets.topic.num.partitions
-MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
 MAX_SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms
 MAX_GROUP_SIZE = 2**31 - 1  # group.max.size
 DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
@@ -137,7 +144,8 @@ class GroupCoordinator:
         error = self._invalid_group_id(group_id, empty_ok=False)
         if error is not None:
             return JoinResult(member_id, error)
-        if not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
+        min_session_ms = self.broker.config.group_min_session_timeout_ms
+        if not min_session_ms <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
             return JoinResult(member_id, ErrorCode.invalid_session_timeout)
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         group = self._get_or_create(group_id, is_unknown)
@@ -297,6 +305,7 @@ class GroupCoordinator:
         group.transition_to(G.PREPARING_REBALANCE, self.broker.now_ms())
         self.broker.log(f"group {group.group_id}: preparing to rebalance (generation "
                         f"{group.generation_id}, {group.size} members)")
+        self._check_join(group)  # ``tryCompleteElseWatch``: e.g. the last member just left
 
     def _schedule_join(self, group: GroupMetadata, timeout_ms: int) -> None:
         """``DelayedJoin``: completes when every member has joined, or at the timeout."""
@@ -705,6 +714,52 @@ class GroupCoordinator:
         if error is not None:
             return error, None
         return ErrorCode.none, self.groups.get(group_id)
+
+    def handle_delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        """``handleDeleteGroups``: only an Empty group goes (Dead, its offsets and metadata
+        tombstoned by ``cleanupGroupMetadata``); a group with members is NON_EMPTY_GROUP, an
+        unknown or Dead one GROUP_ID_NOT_FOUND (this node coordinates every group)."""
+        out: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            error = self._invalid_group_id(group_id, empty_ok=True)
+            group = self.groups.get(group_id) if error is None else None
+            if error is not None:
+                out[group_id] = error
+            elif group is None or group.is_state(G.DEAD):
+                out[group_id] = ErrorCode.group_id_not_found
+            elif not group.is_state(G.EMPTY):
+                out[group_id] = ErrorCode.non_empty_group
+            else:
+                group.transition_to(G.DEAD, self.broker.now_ms())
+                self._cleanup_group_metadata(group)
+                out[group_id] = ErrorCode.none
+        return out
+
+    def _cleanup_group_metadata(self, group: GroupMetadata) -> None:
+        """``cleanupGroupMetadata`` with ``removeAllOffsets`` for a group now Dead: one batch of
+        tombstones, the offsets' and (unless the group only stored offsets, generation 0) the
+        group's; a failed append is only logged, as in Kafka."""
+        removed = sorted(group.offsets)
+        for tp in removed:
+            for pending in group.pending_txn_offsets.values():
+                pending.pop(tp, None)
+        group.offsets.clear()
+        del self.groups[group.group_id]
+        tombstones: list[KeyValue] = [
+            (build_key(OffsetCommitKey(group=group.group_id, topic=t, partition=p)), None)
+            for t, p in removed]
+        if group.generation_id > 0:
+            tombstones.append((build_key(GroupMetadataKey(group=group.group_id)), None))
+        if not tombstones:
+            return
+        now = self.broker.now_ms()
+        try:
+            append(self.broker.logs, GROUP_METADATA_TOPIC, self.partition_for(group.group_id),
+                   build_batch(tombstones, now), now)
+        except CoordinatorAppendError as exc:
+            self.broker.warn(f"group {group.group_id}: writing tombstones failed: {exc}")
+            return
+        self.broker.log(f"group {group.group_id} deleted ({len(removed)} offsets removed)")
 
     # -- loading --------------------------------------------------------------------------------
 

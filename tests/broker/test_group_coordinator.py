@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker import group_coordinator
 from kafkatx.broker.groups import GroupState, JoinResult, OffsetAndMetadata
 from kafkatx.broker.server import Broker
 from kafkatx.formats.consumer_offsets import GroupMetadataValue, OffsetCommitValue
@@ -104,10 +103,7 @@ def test_two_members_rebalance_and_follower_waits_for_leader(tmp_path: Path) -> 
     run_broker(tmp_path / "ld", body, group_initial_rebalance_delay_ms=30)
 
 
-def test_member_without_heartbeats_is_removed(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(group_coordinator, "MIN_SESSION_TIMEOUT_MS", 10)
-
+def test_member_without_heartbeats_is_removed(tmp_path: Path) -> None:
     async def body(b: Broker) -> None:
         joined = await _join(b, session_ms=80)
         await b.groups.handle_sync_group(GID, 1, joined.member_id, None, None, None, {})
@@ -117,7 +113,8 @@ def test_member_without_heartbeats_is_removed(tmp_path: Path,
         assert group.generation_id == 2
         assert b.groups.handle_heartbeat(GID, joined.member_id, None, 1) == \
             ErrorCode.unknown_member_id
-    run_broker(tmp_path / "ld", body, group_initial_rebalance_delay_ms=0)
+    run_broker(tmp_path / "ld", body, group_initial_rebalance_delay_ms=0,
+               group_min_session_timeout_ms=10)
 
 
 def test_session_timeout_bounds(tmp_path: Path) -> None:
@@ -129,6 +126,51 @@ def test_session_timeout_bounds(tmp_path: Path) -> None:
             protocols=PROTOCOLS)).error == ErrorCode.invalid_group_id
         assert (await _join(b, "unknown-member")).error == ErrorCode.unknown_member_id
     run_broker(tmp_path / "ld", body)
+
+
+def test_min_session_timeout_is_the_brokers_setting(tmp_path: Path) -> None:
+    """``group.min.session.timeout.ms`` (``--group-min-session-timeout-ms``) bounds JoinGroup."""
+    async def body(b: Broker) -> None:
+        assert (await _join(b, session_ms=999)).error == ErrorCode.invalid_session_timeout
+        assert (await _join(b, session_ms=1_000)).error == NONE
+    run_broker(tmp_path / "ld", body, group_initial_rebalance_delay_ms=0,
+               group_min_session_timeout_ms=1_000)
+
+
+def test_delete_groups(tmp_path: Path) -> None:
+    """``handleDeleteGroups``: an Empty group goes with tombstones for its offsets and metadata;
+    a group with members is NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND; an offsets-only
+    group (generation 0) gets no metadata tombstone; nothing comes back after a restart."""
+    async def first(b: Broker) -> None:
+        create_topic(b, "pay", 2)
+        joined = await _join(b)
+        await b.groups.handle_sync_group(GID, 1, joined.member_id, None, None, None, {})
+        b.groups.handle_commit_offsets(GID, joined.member_id, None, 1,
+                                       {("pay", 0): _om(3), ("pay", 1): _om(4)})
+        b.groups.handle_commit_offsets("offsets-only", "", None, -1, {("pay", 0): _om(5)})
+        assert b.groups.handle_delete_groups([GID, "nobody", ""]) == {
+            GID: ErrorCode.non_empty_group, "nobody": ErrorCode.group_id_not_found,
+            "": ErrorCode.group_id_not_found}
+        b.groups.handle_leave_group(GID, [(joined.member_id, None)])
+        # The last member left: the rebalance completes at once (``tryCompleteElseWatch``).
+        assert b.groups.groups[GID].state is GroupState.EMPTY
+        assert b.groups.handle_delete_groups([GID, "offsets-only"]) == {
+            GID: NONE, "offsets-only": NONE}
+        assert b.groups.list_groups(set()) == []
+        assert b.groups.handle_delete_groups([GID]) == {GID: ErrorCode.group_id_not_found}
+        assert _offset(b, ("pay", 0)) == (-1, NONE)
+        *_, (k1, v1, batch), (k2, v2, _), (k3, v3, _) = group_records(b, GID)
+        assert [(type(k).__name__, v) for k, v in ((k1, v1), (k2, v2), (k3, v3))] == [
+            ("OffsetCommitKey", None), ("OffsetCommitKey", None), ("GroupMetadataKey", None)]
+        assert not batch.header.is_transactional
+        tail = [(type(k).__name__, v) for k, v, _ in group_records(b, "offsets-only")][-1]
+        assert tail == ("OffsetCommitKey", None)
+    run_broker(tmp_path / "ld", first, group_initial_rebalance_delay_ms=0)
+
+    async def second(b: Broker) -> None:
+        assert b.groups.groups == {}
+        assert _offset(b, ("pay", 1)) == (-1, NONE)
+    run_broker(tmp_path / "ld", second)
 
 
 def test_offset_commits_and_fetch(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Classic consumer groups: JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
-DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9).
+DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42).
 
 Mirrors ``KafkaApis#handleJoinGroupRequest`` (v0's rebalance timeout is its session timeout,
 v4+ requires a known member id, the client host as ``/address``),
@@ -7,8 +7,9 @@ v4+ requires a known member id, the client host as ``/address``),
 carry one member, whose error becomes the top-level one), ``handleOffsetCommitRequest``
 (unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; v2-v4's retention time gives an expire
 timestamp), ``handleOffsetFetchRequest`` (v0-v7 one group, v8 a batch; a null topic list means
-every partition with an offset; ``require_stable`` from v7), ``handleDescribeGroupsRequest``
-and ``handleListGroupsRequest``. Advertised ranges are Kafka 3.0's (within what kio models).
+every partition with an offset; ``require_stable`` from v7), ``handleDescribeGroupsRequest``,
+``handleListGroupsRequest`` and ``handleDeleteGroupsRequest``. Advertised ranges are Kafka 3.0's
+(within what kio models).
 """
 
 from __future__ import annotations
@@ -208,3 +209,12 @@ async def handle_describe_groups(broker: Broker, ctx: RequestContext, request: A
             authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
     return protocol.make(ctx.response_cls, groups=tuple(described))
 
+
+@api(42, 0, 2)
+async def handle_delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """``handleDeleteGroupsRequest``: each distinct group once, in the request's order."""
+    group_ids = list(dict.fromkeys(request.groups_names))
+    errors = broker.groups.handle_delete_groups(group_ids)
+    return protocol.make(ctx.response_cls, results=tuple(
+        protocol.make(ctx.resp.DeletableGroupResult, group_id=g, error_code=errors[g])
+        for g in group_ids))

@@ -1,10 +1,12 @@
-"""CreateTopics (19), DeleteTopics (20), DescribeConfigs (32).
+"""CreateTopics (19), DeleteTopics (20), DescribeConfigs (32), CreatePartitions (37).
 
 Mirrors the single-node outcome of ``ControllerApis#createTopics`` /
 ``ReplicationControlManager#createTopic`` (name, partition count, replication factor, manual
 assignment and config validation, TOPIC_ALREADY_EXISTS, collisions between '.' and '_'),
-``ReplicationControlManager#deleteTopic`` and ``ConfigHelper#describeConfigs`` (value, source,
-synonyms, type, documentation per version).
+``ReplicationControlManager#deleteTopic``, ``ConfigHelper#describeConfigs`` (value, source,
+synonyms, type, documentation per version) and ``ControllerApis#createPartitions`` /
+``ReplicationControlManager#createPartitions`` (duplicates, no decrease, manual assignments).
+Unlike Kafka, the internal topics cannot grow: the coordinators hash ids onto 50 partitions.
 """
 
 from __future__ import annotations
@@ -175,16 +177,19 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
 
 
 class _ConfigValue:
-    __slots__ = ("config_type", "documentation", "name", "source", "synonyms", "value")
+    __slots__ = ("config_type", "documentation", "name", "read_only", "source", "synonyms",
+                 "value")
 
     def __init__(self, name: str, value: str | None, source: int, config_type: int,
-                 synonyms: list[tuple[str, str | None, int]], documentation: str = "") -> None:
+                 synonyms: list[tuple[str, str | None, int]], documentation: str = "",
+                 *, read_only: bool = False) -> None:
         self.name = name
         self.value = value
         self.source = source
         self.config_type = config_type
         self.synonyms = synonyms
         self.documentation = documentation
+        self.read_only = read_only
 
 
 def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_ConfigValue]:
@@ -210,10 +215,20 @@ def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_Con
     return out
 
 
+# The broker configs below that ``DynamicBrokerConfig.AllDynamicConfigs`` holds (the listener
+# configs and the log configs with a topic synonym): DescribeConfigs shows them as not read-only.
+_DYNAMIC_BROKER_CONFIGS = frozenset({
+    "advertised.listeners", "listeners", "log.segment.bytes", "message.max.bytes",
+    "min.insync.replicas", "log.message.timestamp.type", "log.retention.ms",
+})
+
+
 def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
+    """``ConfigHelper#createBrokerConfigEntry``: what ``kafkatx serve`` sets is a static broker
+    config (source and only synonym); ``advertised.listeners``, which it never sets, keeps
+    Kafka's null default (DEFAULT_CONFIG, no synonym) and clients use ``listeners``."""
     c = broker.config
     static = [
-        ("advertised.listeners", f"PLAINTEXT://{broker.advertised_host}:{broker.port}", STRING),
         ("auto.create.topics.enable", str(c.auto_create_topics).lower(), BOOLEAN),
         ("broker.id", str(c.node_id), INT),
         ("default.replication.factor", "1", INT),
@@ -233,16 +248,21 @@ def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
         ("transaction.abort.timed.out.transaction.cleanup.interval.ms",
          str(c.transaction_abort_interval_ms), INT),
         ("group.initial.rebalance.delay.ms", str(c.group_initial_rebalance_delay_ms), INT),
+        ("group.min.session.timeout.ms", str(c.group_min_session_timeout_ms), INT),
         ("log.message.timestamp.type", "CreateTime", STRING),
         ("log.retention.ms", None, LONG),
     ]
-    return [_ConfigValue(name, value, STATIC_BROKER_CONFIG, kind,
-                         [(name, value, STATIC_BROKER_CONFIG)])
-            for name, value, kind in static]
+    values = [_ConfigValue("advertised.listeners", None, DEFAULT_CONFIG, STRING, [],
+                           read_only=False)]
+    values += [_ConfigValue(name, value, STATIC_BROKER_CONFIG, kind,
+                            [(name, value, STATIC_BROKER_CONFIG)],
+                            read_only=name not in _DYNAMIC_BROKER_CONFIGS)
+               for name, value, kind in static]
+    return values
 
 
 def _entries(ctx: RequestContext, request: Any, values: Iterable[_ConfigValue],
-             keys: Iterable[str] | None, *, read_only: bool) -> tuple[Any, ...]:
+             keys: Iterable[str] | None) -> tuple[Any, ...]:
     wanted = set(keys) if keys is not None else None
     include_synonyms = bool(getattr(request, "include_synonyms", False))
     include_docs = bool(getattr(request, "include_documentation", False))
@@ -255,7 +275,7 @@ def _entries(ctx: RequestContext, request: Any, values: Iterable[_ConfigValue],
                          for n, val, src in v.synonyms) if include_synonyms else ()
         out.append(protocol.make(
             ctx.resp.DescribeConfigsResourceResult, name=v.name, value=v.value,
-            read_only=read_only, config_source=v.source, is_sensitive=False,
+            read_only=v.read_only, config_source=v.source, is_sensitive=False,
             synonyms=synonyms, config_type=v.config_type,
             documentation=(v.documentation or None) if include_docs else None))
     return tuple(out)
@@ -273,7 +293,7 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
                 message = f"Topic {res.resource_name} does not exist."
             else:
                 configs = _entries(ctx, request, _topic_config_values(broker, topic.configs),
-                                   res.configuration_keys, read_only=False)
+                                   res.configuration_keys)
         elif res.resource_type == BROKER_RESOURCE:
             if res.resource_name not in ("", str(broker.config.node_id)):
                 error = ErrorCode.invalid_request
@@ -281,7 +301,7 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
                           f"string, but received {res.resource_name}"
             else:
                 configs = _entries(ctx, request, _broker_config_values(broker),
-                                   res.configuration_keys, read_only=True)
+                                   res.configuration_keys)
         elif res.resource_type == BROKER_LOGGER_RESOURCE:
             configs = ()
         else:
@@ -290,4 +310,81 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
         results.append(protocol.make(ctx.resp.DescribeConfigsResult, error_code=error,
                                      error_message=message, resource_type=res.resource_type,
                                      resource_name=res.resource_name, configs=configs))
+    return protocol.make(ctx.response_cls, results=tuple(results))
+
+
+def manual_assignment_problem(broker: Broker, broker_ids: Iterable[int],
+                              replication_factor: int | None) -> str | None:
+    """``ReplicationControlManager#validateManualPartitionAssignment`` on a one-node cluster."""
+    ids = sorted(broker_ids)
+    if not ids:
+        return "The manual partition assignment includes an empty replica list."
+    for i, broker_id in enumerate(ids):
+        if broker_id != broker.config.node_id:
+            return (f"The manual partition assignment includes broker {broker_id}, but no such "
+                    "broker is registered.")
+        if i and ids[i - 1] == broker_id:
+            return (f"The manual partition assignment includes the broker {broker_id} more "
+                    "than once.")
+    if replication_factor is not None and len(ids) != replication_factor:
+        return (f"The manual partition assignment includes a partition with {len(ids)} "
+                "replica(s), but this is not consistent with previous partitions, which have "
+                f"{replication_factor} replica(s).")
+    return None
+
+
+def _check_create_partitions(broker: Broker, request: Any) -> int:
+    """The new partition count of one ``CreatePartitionsTopic``, or ``_Refused``."""
+    topic = broker.logs.topics.get(request.name)
+    if topic is None:
+        raise _Refused(ErrorCode.unknown_topic_or_partition,
+                       "This server does not host this topic-partition.")
+    if topic.is_internal:
+        raise _Refused(ErrorCode.invalid_request,
+                       f"kafkatx serve keeps the internal topic {topic.name} at "
+                       f"{topic.num_partitions} partitions.")
+    current = topic.num_partitions
+    if request.count == current:
+        raise _Refused(ErrorCode.invalid_partitions,
+                       f"Topic already has {current} partition(s).")
+    if request.count < current:
+        raise _Refused(ErrorCode.invalid_partitions,
+                       f"The topic {topic.name} currently has {current} partition(s); "
+                       f"{request.count} would not be an increase.")
+    additional = request.count - current
+    if request.assignments is not None:
+        if len(request.assignments) != additional:
+            raise _Refused(ErrorCode.invalid_replica_assignment,
+                           f"Attempted to add {additional} additional partition(s), but only "
+                           f"{len(request.assignments)} assignment(s) were specified.")
+        for a in request.assignments:
+            problem = manual_assignment_problem(broker, a.broker_ids, 1)
+            if problem is not None:
+                raise _Refused(ErrorCode.invalid_replica_assignment, problem)
+    return request.count
+
+
+@api(37, 0, 3)
+async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    names = [t.name for t in request.topics]
+    duplicates = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    results = [protocol.make(ctx.resp.CreatePartitionsTopicResult, name=n,
+                             error_code=ErrorCode.invalid_request,
+                             error_message="Duplicate topic name.") for n in duplicates]
+    for wanted in request.topics:
+        if wanted.name in duplicates:
+            continue
+        error, message = ErrorCode.none, None
+        try:
+            count = _check_create_partitions(broker, wanted)
+            if not request.validate_only:
+                topic = broker.logs.topics[wanted.name]
+                for partition in range(topic.num_partitions, count):
+                    broker.logs._create_log(topic, partition)
+                topic.num_partitions = count
+                broker.log(f"topic {wanted.name} now has {count} partitions")
+        except _Refused as exc:
+            error, message = exc.error, exc.message
+        results.append(protocol.make(ctx.resp.CreatePartitionsTopicResult, name=wanted.name,
+                                     error_code=error, error_message=message))
     return protocol.make(ctx.response_cls, results=tuple(results))

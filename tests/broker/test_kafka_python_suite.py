@@ -1,0 +1,121 @@
+"""kafka-python's own integration suite (``test/integration`` of its sdist, for the installed
+kafka-python version) against ``kafkatx serve``.
+
+The sdist is fetched with ``pip download`` into ``.cache/kafka-python-sdist/`` (gitignored, reused
+when present; a failed download fails this test), its ``test/`` tree extracted with two shims of
+ours (``tests/broker/kafka_python_suite``), and the selection below run with ``python -m pytest``
+in a subprocess with ``KAFKA_URI`` pointing at one ``kafkatx serve``. That broker is started as
+kafka-python's own test brokers are configured (``servers/resources/*/kafka.properties``): node
+0, ``num.partitions=4``, ``group.initial.rebalance.delay.ms=0``,
+``group.min.session.timeout.ms=1000``. ``KAFKA_VERSION=3.0`` because kafkatx serves Kafka 3.0's
+API ranges. Every selected test must pass (none skipped, failed or errored), the server must
+stop cleanly, and ``kafkatx verify`` must find no error in the log dir the suite left.
+
+Runs (SELECTED, 48 tests): all of ``test_producer_integration.py`` (end to end and record
+metadata with every codec, idempotent producers with 1-5 requests in flight, transactions,
+``send_offsets_to_transaction``); all of ``test_consumer_integration.py`` but one (consumers,
+pause, version inference, blocking iteration, commit and resume, max bytes, ``offsets_for_times``,
+seek to end, a four-member group, the heartbeat thread); from ``test_admin_integration.py``
+DescribeConfigs (topic and broker), DescribeGroups, DeleteGroups, CreateTopics/DeleteTopics,
+CreatePartitions, ElectLeaders, DescribeLogDirs, AlterReplicaLogDirs,
+Alter/ListPartitionReassignments and ListOffsets.
+
+Excluded, and why:
+
+- ``test_consumer_integration.py::test_kafka_consumer_offsets_for_time_old``: for brokers before
+  0.10.1 only (the suite skips it at 3.0).
+- ``test_admin_integration.py::test_create_describe_delete_acls``: needs an authorizer; kafkatx
+  has none (Kafka without ``authorizer.class.name`` answers the ACL APIs SECURITY_DISABLED).
+- ``test_admin_integration.py::test_delete_records``, ``::test_delete_records_with_errors``:
+  DeleteRecords is not served; it needs the partition log to advance its log start offset.
+- ``test_admin_integration.py::test_describe_metadata_quorum``,
+  ``::test_describe_topic_partitions``, ``::test_describe_topic_partitions_pagination``,
+  ``::test_list_config_resources``: KRaft APIs of Kafka 4.0+ (the suite skips them at 3.0).
+- ``test_sasl_integration.py``: needs SASL listeners and SCRAM users (the suite skips it for an
+  external broker); ``test_ssl_integration.py``: needs a TLS listener and the JVM's ``keytool``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.broker import kafka_python_suite as suite
+from tests.broker.logdir_checks import verify_clean
+from tests.broker.serve_process import ServeProcess
+
+KAFKA_VERSION = "3.0"
+SUITE_TIMEOUT_S = 300.0
+SERVE_ARGS = ("--node-id", "0", "--partitions", "4", "--group-initial-rebalance-delay-ms", "0",
+              "--group-min-session-timeout-ms", "1000")
+CODECS = ("None", "gzip", "snappy", "lz4", "zstd")
+PRODUCER = "test/integration/test_producer_integration.py::"
+CONSUMER = "test/integration/test_consumer_integration.py::"
+ADMIN = "test/integration/test_admin_integration.py::"
+SELECTED = (
+    *(f"{PRODUCER}test_end_to_end[{c}]" for c in CODECS),
+    *(f"{PRODUCER}test_kafka_producer_proper_record_metadata[{c}]" for c in CODECS),
+    f"{PRODUCER}test_idempotent_producer",
+    f"{PRODUCER}test_transactional_producer_messages",
+    *(f"{PRODUCER}test_idempotent_producer_max_in_flight[{n}]" for n in (1, 2, 5)),
+    f"{PRODUCER}test_idempotent_producer_high_throughput",
+    f"{PRODUCER}test_transactional_producer_offsets",
+    *(CONSUMER + name for name in (
+        "test_consumer",
+        "test_consumer_topics",
+        "test_paused",
+        "test_kafka_version_infer",
+        "test_kafka_consumer",
+        "test_kafka_consumer_unsupported_encoding",
+        "test_kafka_consumer__blocking",
+        "test_kafka_consumer__offset_commit_resume",
+        "test_kafka_consumer_max_bytes_simple",
+        "test_kafka_consumer_max_bytes_one_msg",
+        "test_kafka_consumer_offsets_for_time",
+        "test_kafka_consumer_offsets_search_many_partitions",
+        "test_kafka_consumer_offsets_for_times_errors",
+        "test_kafka_consumer_position_after_seek_to_end",
+        "test_group",
+        "test_heartbeat_thread",
+    )),
+    *(ADMIN + name for name in (
+        "test_describe_configs_broker_resource_returns_configs",
+        "test_describe_configs_topic_resource_returns_configs",
+        "test_describe_configs_mixed_resources_returns_configs",
+        "test_describe_configs_invalid_broker_id_raises",
+        "test_describe_group_exists",
+        "test_delete_groups",
+        "test_delete_groups_with_errors",
+        "test_create_delete_topics",
+        "test_create_partitions",
+        "test_elect_leaders",
+        "test_describe_log_dirs",
+        "test_alter_replica_log_dirs",
+        "test_alter_partition_reassignments",
+        "test_list_partition_reassignments",
+        "test_list_partition_offsets",
+    )),
+)
+
+
+@pytest.fixture(scope="module")
+def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sdist = suite.sdist(suite.installed_version())
+    return suite.prepare(sdist, tmp_path_factory.mktemp("kafka-python-suite"))
+
+
+def test_kafka_python_integration_suite(suite_dir: Path, tmp_path: Path) -> None:
+    proc = ServeProcess(tmp_path / "logdir", SERVE_ARGS).start()
+    try:
+        run = suite.run(suite_dir, proc.bootstrap, list(SELECTED), kafka_version=KAFKA_VERSION,
+                        timeout_s=SUITE_TIMEOUT_S)
+        report = f"kafka-python suite (exit {run.returncode}):\n{run.output}\n" \
+                 f"kafkatx serve stderr (tail):\n{proc.stderr()[-4000:]}"
+        assert run.returncode == 0, report
+        assert run.counts() == {"passed": len(SELECTED)}, report
+        assert run.outcomes == dict.fromkeys(SELECTED, "PASSED"), report
+        assert proc.stop() == 0, proc.stderr()
+    finally:
+        proc.kill()
+    verify_clean(proc.log_dir)
