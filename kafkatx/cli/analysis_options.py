@@ -27,6 +27,7 @@ from kafkatx.engines.base import (
 from kafkatx.engines.local import AnalysisOptions, Inspection
 from kafkatx.errors import KafkatxError
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, discover
+from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 from kafkatx.storage.manifest import Manifest, recording
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
@@ -199,14 +200,16 @@ def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _found_dirs(disc: Discovery) -> list[str]:
-    found = [os.path.realpath(d.path) for d in disc.log_dirs]
-    found += [os.path.realpath(p.path) for d in disc.log_dirs for p in d.partitions]
-    found += [os.path.realpath(p.path) for p in disc.bare_partitions]
+    found = [canonical(d.path) for d in disc.log_dirs]
+    found += [canonical(p.path) for d in disc.log_dirs for p in d.partitions]
+    found += [canonical(p.path) for p in disc.bare_partitions]
     return found
 
 
 def _holds_data(path: str, found: list[str]) -> bool:
-    root = os.path.realpath(path)
+    root = canonical(path)
+    if is_uri(path) and not path.startswith("file://"):
+        return any(is_inside(f, root) for f in found)
     return any(f == root or f.startswith(root.rstrip(os.sep) + os.sep) for f in found)
 
 
@@ -237,6 +240,9 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspect
         raise click.UsageError("give at least one PATH")
     manifest = None
     if options.manifest is not None:
+        if any(is_uri(p) for p in paths):
+            raise click.UsageError("--manifest records files read from the local disk: not "
+                                   "with URIs")
         manifest = Manifest(roots=paths)
         try:
             manifest.check_target(options.manifest)

@@ -20,7 +20,6 @@ pyarrow is imported when a function needs it (it comes with the ``spark`` extra)
 from __future__ import annotations
 
 import itertools
-import os
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kafkatx.errors import KafkatxError
 from kafkatx.formats.batchscan import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -38,7 +38,9 @@ from kafkatx.formats.batchscan import (
 )
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.storage import filesystems
 from kafkatx.storage.discovery import PartitionDir
+from kafkatx.storage.filesystems import RemotePath
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -105,46 +107,19 @@ def arrow_schema() -> pa.Schema:
                       for name, kind, _ in COLUMNS])
 
 
-def is_uri(path: str) -> bool:
-    """``scheme://...`` other than ``file://``: read through ``pyarrow.fs``."""
-    return "://" in path and not path.startswith("file://")
-
-
-def local_path(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
-
-
 # --------------------------------------------------------------------------------------------
 # Reading byte ranges
 
 
-def read_range(path: str, start: int, end: int) -> Any:
-    """Bytes ``[start, end)`` of ``path`` (a local path, ``file://`` or any ``pyarrow.fs`` URI).
-
-    Local files go through :func:`kafkatx.storage.files.open_bytes` (read-only, mmap when large),
-    so the returned buffer may be a view of a mapping that lives as long as it does.
-    """
-    if is_uri(path):
-        from pyarrow import fs
-
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        with filesystem.open_input_file(inner) as f:
-            return f.read_at(end - start, start)
-    from kafkatx.storage.files import open_bytes
-
-    with open_bytes(local_path(path)) as data:
-        if start == 0 and end == len(data) and isinstance(data, bytes):
-            return data
-        return bytes(memoryview(data)[start:end])
+def read_range(path: str | RemotePath, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of ``path``: a local path (read-only, through
+    :func:`kafkatx.storage.files.open_bytes`) or a URI (``s3://``, ``hdfs://``, ``file://``...,
+    through :mod:`kafkatx.storage.filesystems`)."""
+    return filesystems.read_range(path, start, end)
 
 
-def file_size(path: str) -> int:
-    if is_uri(path):
-        from pyarrow import fs
-
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        return int(filesystem.get_file_info(inner).size or 0)
-    return os.stat(local_path(path)).st_size
+def file_size(path: str | RemotePath) -> int:
+    return filesystems.size(path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,10 +189,8 @@ def cut_points(ref: SegmentRef, split_size: int) -> list[int]:
         return []
     try:
         raw = read_range(ref.index, 0, file_size(ref.index))
-    except OSError:
+    except (OSError, KafkatxError):
         return []
-    from kafkatx.errors import KafkatxError
-
     try:
         index = read_offset_index(bytes(raw), base_offset=ref.base_offset, path=ref.index)
     except KafkatxError:
@@ -233,7 +206,7 @@ def cut_points(ref: SegmentRef, split_size: int) -> list[int]:
             try:
                 header = bytes(read_range(ref.log, pos, min(pos + HEADER_SIZE_UP_TO_MAGIC,
                                                             ref.size)))
-            except OSError:
+            except (OSError, KafkatxError):
                 break
             if _batch_starts_at(header, pos, ref.size):
                 cuts.append(pos)

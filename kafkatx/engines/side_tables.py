@@ -1,16 +1,15 @@
 """Listing log dirs for the Spark data sources, and the small-file tables beside the segments.
 
-Local paths are discovered with :func:`kafkatx.storage.discovery.discover` (the broker's rules
-for what is a partition dir and a live segment). ``pyarrow.fs`` URIs (``s3://``, ``hdfs://``,
-``gs://``...) are listed recursively and sorted out with the same file-name rules
-(:mod:`kafkatx.storage.layout`): live ``<topic>-<partition>`` dirs, ``<offset>.log`` files.
+Paths, local or URIs (``s3://``, ``hdfs://``, ``gs://``, ``file://``...), are discovered with
+:func:`kafkatx.storage.discovery.discover` (the broker's rules for what is a partition dir and a
+live segment; URIs through :mod:`kafkatx.storage.filesystems`).
 
 The side tables (one Arrow batch per file, no pyspark here):
 
 * ``txn_index``: one row per ``.txnindex`` entry;
 * ``snapshot``: one row per producer of a ``.snapshot`` file;
 * ``transaction_log``: one row per ``__transaction_state`` record, decoded by
-  :func:`kafkatx.analysis.coordinator.read_partition` (local paths only).
+  :func:`kafkatx.analysis.coordinator.read_partition`.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
-from kafkatx.engines.segment_table import SegmentRef, is_uri, local_path, read_range, segment_refs
+from kafkatx.engines.segment_table import SegmentRef, segment_refs
+from kafkatx.storage import filesystems
 from kafkatx.storage.discovery import PartitionDir, discover
-from kafkatx.storage.layout import parse_offset_file_name, parse_topic_partition_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,73 +85,22 @@ class SideFile:
     base_offset: int
 
 
-@dataclass(slots=True)
-class _UriPartition:
-    path: str
-    topic: str
-    partition: int
-    files: dict[str, int]  # file name -> size
-
-
-def _uri_prefix(uri: str, inner: str) -> str:
-    parsed = urlparse(uri)
-    if parsed.netloc and inner.startswith(parsed.netloc):
-        return f"{parsed.scheme}://"  # s3://bucket/key: the bucket is part of the inner path
-    return f"{parsed.scheme}://{parsed.netloc}"
-
-
-def _uri_partitions(uri: str) -> list[_UriPartition]:
-    from pyarrow import fs
-
-    filesystem, inner = fs.FileSystem.from_uri(uri)
-    prefix = _uri_prefix(uri, inner)
-    found: dict[str, _UriPartition] = {}
-    infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=True))
-    for info in infos:
-        if info.type != fs.FileType.File:
-            continue
-        parent, _, file_name = info.path.rpartition("/")
-        name = parse_topic_partition_name(parent.rpartition("/")[2])
-        if name is None or name.state != "live":
-            continue
-        part = found.setdefault(parent, _UriPartition(prefix + parent, name.topic,
-                                                      name.partition, {}))
-        part.files[file_name] = int(info.size or 0)
-    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
-
-
-def _live_files(part: _UriPartition, kind: str) -> list[tuple[int, str, int]]:
-    out = []
-    for file_name, size in part.files.items():
-        parsed = parse_offset_file_name(file_name)
-        if parsed is not None and parsed[1] == kind and parsed[2] is None:
-            out.append((parsed[0], f"{part.path}/{file_name}", size))
-    return sorted(out)
-
-
-def local_partitions(paths: Sequence[str]) -> tuple[PartitionDir, ...]:
-    return discover([local_path(p) for p in paths]).all_partitions()
+def partitions(paths: Sequence[str]) -> tuple[PartitionDir, ...]:
+    """The live partitions under ``paths`` (local paths or URIs)."""
+    return discover(paths).all_partitions()
 
 
 def list_segments(paths: Sequence[str]) -> list[SegmentRef]:
-    """Every live segment under ``paths`` (local or URIs), partition by partition."""
-    local = [p for p in paths if not is_uri(p)]
-    refs = segment_refs(local_partitions(local)) if local else []
-    for uri in (p for p in paths if is_uri(p)):
-        for part in _uri_partitions(uri):
-            indexes = {base: path for base, path, _ in _live_files(part, ".index")}
-            for base, path, size in _live_files(part, ".log"):
-                refs.append(SegmentRef(partition_dir=part.path, topic=part.topic,
-                                       partition=part.partition, log=path, base_offset=base,
-                                       size=size, index=indexes.get(base)))
-    return refs
+    """Every live segment under ``paths``, partition by partition."""
+    return segment_refs(partitions(paths)) if paths else []
 
 
 def list_side_files(paths: Sequence[str], kind: str) -> list[SideFile]:
     """The files a side table reads under ``paths``."""
+    if kind not in _SCHEMAS:
+        raise ValueError(f"unknown side table {kind!r}")
     out: list[SideFile] = []
-    local = [p for p in paths if not is_uri(p)]
-    for p in local_partitions(local) if local else ():
+    for p in partitions(paths) if paths else ():
         common = {"partition_dir": str(p.path), "topic": p.topic, "partition": p.partition}
         if kind == TXN_INDEX:
             out += [SideFile(**common, path=str(s.txnindex), base_offset=s.base_offset)
@@ -163,13 +110,6 @@ def list_side_files(paths: Sequence[str], kind: str) -> list[SideFile]:
                     for off, path in p.snapshots]
         elif kind == TRANSACTION_LOG and p.topic == TRANSACTION_STATE_TOPIC:
             out.append(SideFile(**common, path=str(p.path), base_offset=0))
-    suffix = {TXN_INDEX: ".txnindex", SNAPSHOT: ".snapshot"}.get(kind)
-    for uri in (p for p in paths if is_uri(p)):
-        if suffix is None:
-            raise ValueError(f"the {kind} source reads local paths only, not {uri}")
-        for part in _uri_partitions(uri):
-            out += [SideFile(part.path, part.topic, part.partition, path, base)
-                    for base, path, _ in _live_files(part, suffix)]
     return out
 
 
@@ -182,9 +122,7 @@ def pack(files: Sequence[SideFile], per_task: int = FILES_PER_TASK) -> list[list
 
 
 def _read_all(path: str) -> bytes:
-    from kafkatx.engines.segment_table import file_size
-
-    return bytes(read_range(path, 0, file_size(path)))
+    return filesystems.read_bytes(path)
 
 
 def _rows(kind: str, f: SideFile) -> list[dict[str, Any]]:

@@ -15,6 +15,14 @@ Same answers as the local engine, because the tasks run the same code:
 of each segment in its own task (:func:`kafkatx.analysis.consumer_view.replay_segment`) and
 streams them back in offset order.
 
+Paths may be URIs (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``, ``file://``; see
+:mod:`kafkatx.storage.filesystems`): the driver lists them and reads the root checkpoints and the
+coordinator's log; the executors read segments, indexes and snapshots through ``pyarrow.fs``,
+opening the store from the URI as given (query string included). Settings taken from the
+environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+``CLASSPATH`` for HDFS...) must be set for the executors too: ``--spark-conf
+spark.executorEnv.NAME=VALUE`` (local masters inherit the driver's environment).
+
 pyspark is imported when the engine starts a session (``kafkatx[spark]``).
 """
 
@@ -54,6 +62,7 @@ from kafkatx.engines.local import (
 from kafkatx.errors import KafkatxError
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import LogDir, PartitionDir
+from kafkatx.storage.filesystems import RemotePath, is_uri
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,7 +87,18 @@ def detached(pdir: PartitionDir) -> PartitionDir:
 
 def partition_key(pdir: PartitionDir) -> str:
     """The ``partition_dir`` value the data source gives this partition's rows."""
+    if isinstance(pdir.path, RemotePath):
+        return str(pdir.path)
     return os.path.abspath(str(pdir.path))
+
+
+def source_path(path: str | os.PathLike[str] | RemotePath) -> str:
+    """A path as the data source is given it: absolute, or a URI with its query (the
+    executors open the store with the settings given on the command line)."""
+    if isinstance(path, RemotePath):
+        return path.uri
+    text = os.fspath(path)
+    return text if is_uri(text) else os.path.abspath(text)
 
 
 def slim_context(ctx: PartitionContext) -> PartitionContext:
@@ -253,9 +273,10 @@ class SparkEngine:
 
     # -- building blocks ---------------------------------------------------------------------
 
-    def segments(self, paths: Iterable[str]) -> Any:
-        """The ``kafka_segments`` DataFrame of ``paths`` (absolute, as the executors see them)."""
-        given = [p if segment_table.is_uri(p) else os.path.abspath(p) for p in paths]
+    def segments(self, paths: Iterable[str | os.PathLike[str] | RemotePath]) -> Any:
+        """The ``kafka_segments`` DataFrame of ``paths`` (absolute, or URIs; the executors must
+        reach them)."""
+        given = [source_path(p) for p in paths]
         return (self.spark.read.format("kafka_segments")
                 .option("paths", json.dumps(given))
                 .option("splitSize", str(self.split_size)).load())
@@ -278,7 +299,7 @@ class SparkEngine:
         })
         spark = self.spark
         desc_df = spark.createDataFrame(descriptors, schema=_DESCRIPTOR_DDL)
-        rows = self.segments([str(p.path) for p in pdirs]).select(*segment_table.SCAN_COLUMNS)
+        rows = self.segments([p.path for p in pdirs]).select(*segment_table.SCAN_COLUMNS)
         grouped = (desc_df.groupBy("partition_dir")
                    .cogroup(rows.groupBy("partition_dir"))
                    .applyInArrow(fn, _RESULT_DDL))
@@ -302,8 +323,8 @@ class SparkEngine:
         directory of part files; ``target`` may be any URI the cluster writes to)."""
         spark = self.spark
         written = []
-        base = target if segment_table.is_uri(target) else os.path.abspath(
-            segment_table.local_path(target))
+        remote = is_uri(target) and not target.startswith("file://")
+        base = target if remote else os.path.abspath(target.removeprefix("file://"))
         for name, table in tables.items():
             out = f"{base.rstrip('/')}/{name}.parquet"
             df = spark.createDataFrame(table) if table.num_rows else spark.createDataFrame(

@@ -1,10 +1,21 @@
 """PySpark data sources over Kafka log dirs (``pyspark.sql.datasource``, Spark >= 4.0).
 
-Register them once per session, then read with Spark's usual API::
+Read with Spark's usual API::
+
+    spark.read.format("kafka_segments").load("/evidence/broker-1")
+
+With kafkatx pip-installed for the Python Spark runs (``spark.pyspark.python``/``PYSPARK_PYTHON``),
+Spark finds the sources by itself: once per JVM it imports every top-level module on that
+Python's ``sys.path`` named ``pyspark_*`` that defines ``DefaultSource`` and registers it under
+``DefaultSource.name()`` (``pyspark.sql.worker.lookup_data_sources``, found with
+``pkgutil.iter_modules``). kafkatx installs one such module per source
+(``pyspark_kafka_segments``...; the top-level ``pyspark_*.py`` files of the checkout). A default
+editable install (``pip install -e .``) serves them through an import hook that
+``pkgutil.iter_modules`` does not see; there use ``--config-settings editable_mode=compat``, put
+the checkout on ``PYTHONPATH``, or register them once per session (the Spark engine does)::
 
     from kafkatx.engines.spark_sources import register
     register(spark)
-    spark.read.format("kafka_segments").load("/evidence/broker-1")
 
 * ``kafka_segments``: one row per batch header of every live segment (schema:
   :data:`kafkatx.engines.segment_table.SPARK_DDL`, documented in the README). Input partitions
@@ -15,10 +26,14 @@ Register them once per session, then read with Spark's usual API::
 * ``kafka_producer_snapshots``: one row per producer of every ``.snapshot`` file.
 * ``kafka_transaction_log``: one row per ``__transaction_state`` record (key and value decoded).
 
-Options: ``path`` (what ``load(path)`` sets; a local path, ``file://`` or a ``pyarrow.fs`` URI
-such as ``s3://`` or ``hdfs://``), or ``paths`` (a JSON list); ``splitSize`` (bytes, ``128m``
+Options: ``path`` (what ``load(path)`` sets: a local path, or a URI such as
+``s3://bucket/logdir``, ``hdfs://nn:8020/kafka``, ``file:///...``; see
+:mod:`kafkatx.storage.filesystems`), or ``paths`` (a JSON list); ``splitSize`` (bytes, ``128m``
 style suffixes allowed). Planning (``partitions()``) runs on the driver host, which must be able
-to list the paths; ``read()`` runs on the executors, which must be able to read them.
+to list the paths; ``read()`` runs on the executors, which must be able to read them: a URI's
+query string (``?endpoint_override=...``) goes with it to the executors, while settings read
+from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``...) must be set for the
+executors too (``spark.executorEnv.NAME``; in local mode they inherit the driver's).
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkatx.engines import segment_table, side_tables
+from kafkatx.storage import filesystems
 
 SEGMENTS = "kafka_segments"
 TXN_INDEX = "kafka_txn_index"
@@ -77,6 +93,7 @@ class KafkaSegmentsReader(DataSourceReader):  # type: ignore[misc]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, SplitGroup)
+        filesystems.remember_all(self.paths)  # the URIs' settings, for the paths in the splits
         for split in partition.splits:
             yield segment_table.read_split(split)
 
@@ -107,6 +124,7 @@ class _SideReader(DataSourceReader):  # type: ignore[misc]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, FileGroup)
+        filesystems.remember_all(self.paths)
         for f in partition.files:
             yield side_tables.read_side_file(f, self.kind)
 

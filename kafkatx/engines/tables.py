@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.errors import KafkatxError
+from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,18 +123,19 @@ def records_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
 
 
 def check_output_dir(target: str, roots: Sequence[str]) -> None:
-    """``--output`` must be new and outside every inspected root (URIs are not checked here)."""
-    if "://" in target and not target.startswith("file://"):
+    """``--output`` must be new and outside every inspected root (local paths and ``file://``
+    by their real paths, other URIs as text; whether a remote target exists is left to the
+    writer, which refuses to overwrite)."""
+    where = canonical(target)
+    for root in roots:
+        if is_uri(where) == is_uri(canonical(root)) and is_inside(where, canonical(root)):
+            raise KafkatxError(f"refusing to write --output {target} inside the inspected path "
+                               f"{root}: evidence directories are never written to")
+    if is_uri(where):
         return
     path = target.removeprefix("file://")
     if os.path.exists(path):
         raise KafkatxError(f"--output {target}: already exists; give a new directory")
-    real = os.path.realpath(path)
-    for root in roots:
-        real_root = os.path.realpath(root)
-        if os.path.commonpath([real_root, real]) == real_root:
-            raise KafkatxError(f"refusing to write --output {target} inside the inspected path "
-                               f"{root}: evidence directories are never written to")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise KafkatxError(f"--output {target}: {parent} is not a directory")

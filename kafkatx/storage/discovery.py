@@ -6,6 +6,12 @@ several brokers (searched ``MAX_SEARCH_DEPTH`` levels deep). Only directory list
 listing and one ``stat`` per directory, one ``stat`` per ``.log`` file: 10,000 partitions take
 well under a second.
 
+A URI (``s3://bucket/logdir``, ``hdfs://nn:8020/kafka``, ``file:///...``; see
+:mod:`kafkatx.storage.filesystems`) is listed through its filesystem instead: once, recursively
+(one paged listing on an object store), with the given URIs listed in parallel; the same rules
+then sort the listing out, and its paths are :class:`~kafkatx.storage.filesystems.RemotePath`
+objects. A directory is told apart from another by its URI (object stores have no links).
+
 What counts as what mirrors the broker: a log dir's children are loaded like
 ``LogManager#loadLogsInDir`` does (every child directory except ``remote-log-index-cache`` must
 be named as ``LocalLog#parseTopicPartitionName`` accepts), and a partition's files are sorted out
@@ -16,7 +22,8 @@ with ``.deleted``/``.cleaned``/``.swap`` leftovers kept apart).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +37,7 @@ from kafkatx.formats.checkpoints import (
     read_offset_checkpoint,
 )
 from kafkatx.storage.files import open_bytes
+from kafkatx.storage.filesystems import Entry, RemotePath, filesystem, location
 from kafkatx.storage.layout import (
     CLEAN_SHUTDOWN_FILE,
     LOCK_FILE,
@@ -46,6 +54,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"  # ReplicaManager.Hi
 _ROOT_MARKERS = frozenset({META_PROPERTIES_FILE, CLEAN_SHUTDOWN_FILE, *CHECKPOINT_FILE_NAMES})
 _ROOT_KNOWN_FILES = _ROOT_MARKERS | {LOCK_FILE}
 _STATE_ORDER = {"live": 0, "future": 1, "stray": 2, "delete": 3}
+LISTING_THREADS = 16  # URIs listed at once (each listing waits on the network)
 
 
 def _path_str(path: Path | None) -> str | None:
@@ -212,8 +221,8 @@ class Discovery:
 @dataclass(slots=True)
 class _Listing:
     path: Path
-    files: dict[str, os.DirEntry[str]]
-    dirs: dict[str, os.DirEntry[str]]
+    files: dict[str, os.DirEntry[str] | Entry]
+    dirs: dict[str, os.DirEntry[str] | Entry]
 
 
 def _list(path: Path, problems: list[str]) -> _Listing | None:
@@ -246,19 +255,38 @@ def _has_root_markers(listing: _Listing) -> bool:
     return not _ROOT_MARKERS.isdisjoint(listing.files)
 
 
-def _dir_key(path: Path | os.DirEntry[str]) -> tuple[int, int] | None:
+def _dir_key(path: Path, entry: os.DirEntry[str] | Entry | None = None) -> Hashable | None:
+    """What tells directories apart: device and inode (a dir reached through two links is one),
+    or the URI of a remote one."""
+    if isinstance(path, RemotePath):
+        return str(path)
     try:
-        st = path.stat() if isinstance(path, os.DirEntry) else os.stat(path)
+        st = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _remote_tree(path: RemotePath) -> dict[str, _Listing]:
+    """Every directory under ``path`` from one recursive listing, by URI."""
+    fs = filesystem(path)
+    prefix = path.store.prefix
+    out: dict[str, _Listing] = {}
+    for inner, entries in fs.list_tree(path.inner).items():
+        where = RemotePath(prefix + inner, path.store)
+        files = {e.name: e for e in entries if not e.is_dir}
+        dirs = {e.name: e for e in entries if e.is_dir}
+        out[str(where)] = _Listing(where, files, dirs)  # type: ignore[arg-type]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
 # Partition directories
 
 
-def _log_size(entry: os.DirEntry[str], problems: list[str]) -> int:
+def _log_size(entry: os.DirEntry[str] | Entry, problems: list[str]) -> int:
+    if isinstance(entry, Entry):
+        return entry.size
     try:
         return entry.stat().st_size
     except OSError as exc:
@@ -324,9 +352,18 @@ class _Search:
     problems: list[str] = field(default_factory=list)
     log_dirs: list[_FoundLogDir] = field(default_factory=list)
     bare: list[PartitionDir] = field(default_factory=list)
-    seen: dict[tuple[int, int], Path] = field(default_factory=dict)
+    seen: dict[Hashable, Path] = field(default_factory=dict)
+    remote: dict[str, _Listing] = field(default_factory=dict)  # listed URIs, by URI
 
-    def claim(self, path: Path, key: tuple[int, int] | None) -> bool:
+    def list(self, path: Path) -> _Listing | None:
+        if not isinstance(path, RemotePath):
+            return _list(path, self.problems)
+        listing = self.remote.get(str(path))
+        if listing is None:
+            self.problems.append(f"{path}: cannot list directory: not found in the listing")
+        return listing
+
+    def claim(self, path: Path, key: Hashable | None) -> bool:
         """False (and a note) when this directory was already taken in through another path."""
         if key is None:
             return True
@@ -340,7 +377,7 @@ class _Search:
         return len(self.log_dirs) + len(self.bare)
 
     def given(self, path: Path) -> None:
-        listing = _list(path, self.problems)
+        listing = self.list(path)
         if listing is None:
             return
         name = parse_topic_partition_name(path.name)
@@ -377,11 +414,11 @@ class _Search:
             if marked and name is None and depth >= MAX_SEARCH_DEPTH:
                 self.problems.append(_not_a_partition(path))
                 continue
-            child = _list(path, self.problems)
+            child = self.list(path)
             if child is None:
                 continue
             if name is not None and (marked or _looks_like_partition(child)):
-                if self.claim(path, _dir_key(entry)):
+                if self.claim(path, _dir_key(path, entry)):
                     partitions.append(_build_partition(name, child, self.problems))
             else:
                 elsewhere.append(child)
@@ -401,15 +438,23 @@ def _not_a_partition(path: Path) -> str:
 
 
 def _labels(paths: list[Path]) -> list[str]:
-    """Each path below the deepest directory common to all (its own name when alone)."""
-    absolute = [os.path.abspath(p) for p in paths]
+    """Each path below the deepest directory common to all (its own name when alone); URIs
+    are compared as text."""
+    absolute = [str(p) if isinstance(p, RemotePath) else os.path.abspath(p) for p in paths]
+    names = [p.name if isinstance(p, RemotePath) else Path(a).name
+             for p, a in zip(paths, absolute, strict=True)]
     if len(absolute) <= 1:
-        return [Path(a).name or a for a in absolute]
-    common = os.path.commonpath(absolute)
+        return [n or a for n, a in zip(names, absolute, strict=True)]
+    try:
+        common = os.path.commonpath(absolute)
+    except ValueError:  # local paths and URIs mixed
+        common = ""
+    if not common:  # nothing in common (several stores): the whole paths
+        return absolute
     labels = []
-    for a in absolute:
+    for a, n in zip(absolute, names, strict=True):
         rel = os.path.relpath(a, common)
-        labels.append(Path(a).name or a if rel == "." else rel)
+        labels.append(n or a if rel == "." else rel)
     return labels
 
 
@@ -458,19 +503,13 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
     holding no Kafka data adds a problem (and nothing else) to the result.
     """
     search = _Search()
-    given = [Path(p) for p in paths]
+    given = [location(p) for p in paths]
     if not given:
         return Discovery(problems=("no path given",))
+    search.remote = _list_remote([p for p in given if isinstance(p, RemotePath)])
     for path in given:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise UnreadableFileError(str(path), "no such file or directory") from None
-        except OSError as exc:
-            raise UnreadableFileError(str(path), exc.strerror or str(exc)) from None
-        if not os.path.isdir(path):
-            raise UnreadableFileError(str(path), "not a directory (give a log dir or a "
-                                                 f"partition directory; size {st.st_size})")
+        if not isinstance(path, RemotePath):
+            _check_local(path)
         search.given(path)
     labels = _labels([f.listing.path for f in search.log_dirs])
     problems = search.problems
@@ -478,6 +517,63 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
                      for f, label in zip(search.log_dirs, labels, strict=True))
     return Discovery(log_dirs=log_dirs, bare_partitions=tuple(search.bare),
                      problems=tuple(problems))
+
+
+def _not_a_directory(path: Path, size: int) -> UnreadableFileError:
+    return UnreadableFileError(str(path), "not a directory (give a log dir or a partition "
+                                          f"directory; size {size})")
+
+
+def _check_local(path: Path) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UnreadableFileError(str(path), "no such file or directory") from None
+    except OSError as exc:
+        raise UnreadableFileError(str(path), exc.strerror or str(exc)) from None
+    if not os.path.isdir(path):
+        raise _not_a_directory(path, st.st_size)
+
+
+def _list_one_remote(path: RemotePath) -> dict[str, _Listing]:
+    """``path``'s tree; ``UnreadableFileError`` when it is missing or not a directory."""
+    fs = filesystem(path)
+    try:
+        tree = _remote_tree(path)
+    except (FileNotFoundError, NotADirectoryError):
+        tree = {}
+    except OSError as exc:
+        raise UnreadableFileError(str(path), _first_line(exc)) from None
+    listing = tree.get(str(path))
+    if listing is None or not (listing.files or listing.dirs):
+        # Object stores list a missing prefix, or a file, as an empty directory (or fail).
+        try:
+            if not fs.is_dir(path.inner):
+                raise _not_a_directory(path, fs.size(path.inner))
+        except FileNotFoundError:
+            raise UnreadableFileError(str(path), "no such file or directory") from None
+        except OSError as exc:
+            raise UnreadableFileError(str(path), _first_line(exc)) from None
+        tree[str(path)] = _Listing(path, {}, {})
+    return tree
+
+
+def _first_line(exc: OSError) -> str:
+    lines = str(exc).strip().splitlines()
+    return exc.strerror or (lines[0] if lines else type(exc).__name__)
+
+
+def _list_remote(paths: list[RemotePath]) -> dict[str, _Listing]:
+    """The trees of every given URI, listed in parallel."""
+    out: dict[str, _Listing] = {}
+    if len(paths) <= 1:
+        for p in paths:
+            out.update(_list_one_remote(p))
+        return out
+    with ThreadPoolExecutor(max_workers=min(LISTING_THREADS, len(paths))) as pool:
+        for tree in pool.map(_list_one_remote, paths):
+            out.update(tree)
+    return out
 
 
 # --------------------------------------------------------------------------------------------

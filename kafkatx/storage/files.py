@@ -1,7 +1,9 @@
 """Read-only access to evidence files.
 
 Nothing here opens a file for writing, creates, renames or touches anything: files are opened
-``rb`` and large ones mapped with ``ACCESS_READ``, which changes neither bytes nor mtimes.
+``rb`` and large ones mapped with ``ACCESS_READ``, which changes neither bytes nor mtimes. A URI
+(``s3://...``, a :class:`kafkatx.storage.filesystems.RemotePath`) is read whole through its
+filesystem (:mod:`kafkatx.storage.filesystems`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from contextvars import ContextVar
 from typing import Protocol
 
 from kafkatx.errors import UnreadableFileError
+from kafkatx.storage import filesystems
 
 MMAP_THRESHOLD = 64 * 1024 * 1024
 
@@ -34,6 +37,13 @@ current_manifest: ContextVar[ReadRecorder | None] = ContextVar("kafkatx_current_
 @contextmanager
 def open_bytes(path: str | os.PathLike[str]) -> Iterator[bytes | mmap.mmap]:
     """Yield the whole content of ``path`` as a buffer (bytes, or a read-only mmap when large)."""
+    if filesystems.is_uri(path):
+        remote = filesystems.read_bytes(path)
+        recorder = current_manifest.get()
+        if recorder is not None:
+            recorder.record(str(path), remote)
+        yield remote
+        return
     p = os.fspath(path)
     try:
         f = open(p, "rb")  # noqa: SIM115 - closed below, after the mapping

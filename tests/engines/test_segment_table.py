@@ -138,19 +138,23 @@ def test_sizes() -> None:
 
 
 def test_uri_listing_finds_what_discovery_finds(tmp_path: Path) -> None:
-    """The pyarrow.fs path (s3://, hdfs://...), exercised with pyarrow's local filesystem."""
+    """A URI (s3://, hdfs://...; here file://, through pyarrow.fs) lists the same segments."""
     from kafkatx.engines import side_tables
 
     fleet = build_fleet(tmp_path, seed=5, brokers=1, partitions=3, steps=30)
     (fleet.root / "broker-1" / "orders-0.abc-delete").mkdir()  # not live: left out
-    parts = side_tables._uri_partitions(f"file://{fleet.root}")
+    uri = f"file://{fleet.root}"
     local = list_segments([str(fleet.root)])
-    found = {(p.topic, p.partition, f"{p.path}/{name}".removeprefix("file://"))
-             for p in parts for name in p.files if name.endswith(".log")}
-    assert found == {(r.topic, r.partition, r.log) for r in local}
-    for p in parts:
-        logs = side_tables._live_files(p, ".log")
-        assert [base for base, _, _ in logs] == sorted(base for base, _, _ in logs)
-        for _, path, size in logs:
-            assert size == Path(path.removeprefix("file://")).stat().st_size
-            assert len(segment_table.read_range(path, 0, size)) == size
+    remote = list_segments([uri])
+    assert local and [
+        (r.topic, r.partition, r.log.replace(uri, str(fleet.root)), r.base_offset, r.size,
+         r.index and r.index.replace(uri, str(fleet.root))) for r in remote
+    ] == [(r.topic, r.partition, r.log, r.base_offset, r.size, r.index) for r in local]
+    for ref in remote:
+        assert ref.log.startswith(uri)
+        assert segment_table.read_range(ref.log, 0, ref.size) == Path(
+            ref.log.removeprefix("file://")).read_bytes()
+    for kind in (side_tables.TXN_INDEX, side_tables.SNAPSHOT):
+        files = side_tables.list_side_files([uri], kind)
+        assert [f.path.replace(uri, str(fleet.root)) for f in files] == [
+            f.path for f in side_tables.list_side_files([str(fleet.root)], kind)]

@@ -1,0 +1,10 @@
+"""The ``kafka_segments`` data source, found by Spark without ``register(spark)``.
+
+Spark (4.0+) imports every top-level module named ``pyspark_*`` that defines ``DefaultSource``
+and registers it under ``DefaultSource.name()`` (``pyspark.sql.worker.lookup_data_sources``):
+one source per module. See :mod:`kafkatx.engines.spark_sources`.
+"""
+
+from kafkatx.engines.spark_sources import KafkaSegmentsDataSource as DefaultSource
+
+__all__ = ["DefaultSource"]
