@@ -52,9 +52,21 @@ class BatchHeader(RecordBatchHeader):
         return self.producer_id > NO_PRODUCER_ID
 
 
+# The dataclass __init__ of a frozen class only assigns its fields, one object.__setattr__ each;
+# setting the slots directly builds the same object in less than half the time (this runs for
+# every produced batch).
+assert not hasattr(RecordBatchHeader, "__post_init__")
+_SETTERS = tuple(getattr(BatchHeader, name).__set__ for name in _FIELDS)
+_SET_POSITION = BatchHeader.position.__set__
+_new = object.__new__
+
+
 def _header_at(data: bytes | bytearray | memoryview, position: int) -> BatchHeader:
-    return BatchHeader(position=position,
-                       **dict(zip(_FIELDS, _HEADER.unpack_from(data, position), strict=True)))
+    header = _new(BatchHeader)
+    for setter, value in zip(_SETTERS, _HEADER.unpack_from(data, position), strict=True):
+        setter(header, value)
+    _SET_POSITION(header, position)
+    return header
 
 
 class BatchFrameError(ValueError):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_SEGMENT_BYTES = 1 << 30  # log.segment.bytes
+DEFAULT_SEGMENT_MS = 604_800_000  # log.roll.ms
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # message.max.bytes
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 # transaction.abort.timed.out.transaction.cleanup.interval.ms
@@ -28,6 +29,7 @@ class BrokerConfig:
     num_partitions: int = 1
     auto_create_topics: bool = True
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    segment_ms: int = DEFAULT_SEGMENT_MS
     node_id: int = 1
     verbose: bool = False
     transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS
@@ -104,7 +106,7 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               broker_synonym="log.index.size.max.bytes"),
     ConfigDef(name="segment.jitter.ms", default="0", config_type=LONG,
               broker_synonym="log.roll.jitter.ms"),
-    ConfigDef(name="segment.ms", default="604800000", config_type=LONG,
+    ConfigDef(name="segment.ms", default=str(DEFAULT_SEGMENT_MS), config_type=LONG,
               broker_synonym="log.roll.ms"),
     ConfigDef(name="unclean.leader.election.enable", default="false", config_type=BOOLEAN,
               broker_synonym="unclean.leader.election.enable"),

@@ -222,6 +222,7 @@ class LogManager:
     def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
         return LogConfig(
             segment_bytes=int(overrides.get("segment.bytes", self.config.segment_bytes)),
+            segment_ms=int(overrides.get("segment.ms", self.config.segment_ms)),
             max_message_bytes=int(overrides.get("max.message.bytes",
                                                 DEFAULT_MAX_MESSAGE_BYTES)),
             log_append_time=overrides.get("message.timestamp.type") == "LogAppendTime",

@@ -18,6 +18,7 @@ import bisect
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from kafkatx.broker.batch_header import (
     set_partition_leader_epoch,
     split_batches,
 )
+from kafkatx.broker.config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.files import atomic_write
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
@@ -101,6 +103,7 @@ class LogConfig:
     segment_bytes: int
     max_message_bytes: int
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+    segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +141,9 @@ class _Segment:
     base_offset: int
     path: Path
     size: int = 0
+    # LogSegment's rollingBasedTimestamp (the first batch's max timestamp) and creation time.
+    first_batch_timestamp: int | None = None
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     aborted: list[AbortedTxnEntry] = field(default_factory=list)
     fd: int | None = None
 
@@ -182,7 +188,8 @@ class PartitionLog:
         self.leader_epoch = leader_epoch
         self.producer_state = ProducerStateManager(
             max_transaction_timeout_ms=max_transaction_timeout_ms)
-        self.writer = PartitionWriter(directory, segment_bytes=config.segment_bytes)
+        self.writer = PartitionWriter(directory, segment_bytes=config.segment_bytes,
+                                      keep_open=True)
         self.segments: list[_Segment] = []
         self._batches: list[_BatchRef] = []
         self._last_offsets: list[int] = []
@@ -248,10 +255,15 @@ class PartitionLog:
                 raise LogLoadError(f"{path}:{good_end}: a legacy (v0/v1) message; kafkatx serve "
                                    "only appends to logs of v2 batches")
             h = entry.header
+            if seg.first_batch_timestamp is None:
+                seg.first_batch_timestamp = h.max_timestamp
             self._index_batch(seg, good_end, h.size, h.base_offset, h.last_offset,
                               h.max_timestamp)
-            control = entry.control.type_id if entry.control is not None else None
-            self._replay(read_header(data, good_end), control)
+            control = entry.control
+            self._replay(read_header(data, good_end),
+                         control.type_id if control is not None else None,
+                         -1 if control is None or control.coordinator_epoch is None
+                         else control.coordinator_epoch)
             good_end += h.size
         if good_end < len(data):
             self.load_problems.append(f"{path}: truncated to {good_end} of {len(data)} bytes "
@@ -287,7 +299,8 @@ class PartitionLog:
                 os.replace(Path(tmp) / segment_name(base, suffix),
                            self.dir / segment_name(base, suffix))
 
-    def _replay(self, h: BatchHeader, control: int | None) -> None:
+    def _replay(self, h: BatchHeader, control: int | None, coordinator_epoch: int) -> None:
+        """``ProducerAppendInfo#append`` while loading: a marker keeps its coordinator epoch."""
         if not h.has_producer_id:
             return
         psm = self.producer_state
@@ -296,7 +309,7 @@ class PartitionLog:
         if h.is_control:
             if control in (ControlType.COMMIT, ControlType.ABORT):
                 completed = info.append_end_txn_marker(
-                    is_commit=control == ControlType.COMMIT, coordinator_epoch=-1,
+                    is_commit=control == ControlType.COMMIT, coordinator_epoch=coordinator_epoch,
                     producer_epoch=h.producer_epoch, offset=h.base_offset,
                     timestamp=h.max_timestamp, transaction_version=TV_UNKNOWN)
         else:
@@ -311,14 +324,18 @@ class PartitionLog:
     # -- appends -----------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes, now_ms: int, *,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+                         origin: AppendOrigin = AppendOrigin.CLIENT,
+                         batches: tuple[list[BatchHeader], int] | None = None) -> AppendResult:
         """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT) or a coordinator's
         records (origin COORDINATOR: no duplicate detection and no sequence checks, as
-        ``UnifiedLog#analyzeAndValidateProducerState`` and ``ProducerAppendInfo`` skip them)."""
-        try:
-            headers, valid = split_batches(records)
-        except BatchFrameError as exc:
-            raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
+        ``UnifiedLog#analyzeAndValidateProducerState`` and ``ProducerAppendInfo`` skip them).
+        ``batches`` is ``split_batches(records)`` when the caller has already split them."""
+        if batches is None:
+            try:
+                batches = split_batches(records)
+            except BatchFrameError as exc:
+                raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
+        headers, valid = batches
         if not headers:
             raise AppendError(ErrorCode.invalid_record, "Record batch has no batches at all")
         if len(headers) > 1:
@@ -326,21 +343,19 @@ class PartitionLog:
                               "Compressed outer record has more than one batch")
         h = headers[0]
         self._analyze_and_validate(records, h)
-        buf = bytearray(records[:valid])
+        # The stored batch is the client's with the fields patched below; its header is not
+        # read again: only the base offset (so the last offset) and, for LogAppendTime, the
+        # max timestamp differ from ``h``.
         offset = self.log_end_offset
-        set_base_offset(buf, 0, offset)
-        set_partition_leader_epoch(buf, 0, self.leader_epoch)
-        append_time = NO_TIMESTAMP
-        if self.config.log_append_time:
-            append_time = now_ms
-            set_log_append_time(buf, h, now_ms)
-        h = read_header(buf, 0)
+        last_offset = offset + h.last_offset_delta
+        append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
+        max_timestamp = now_ms if self.config.log_append_time else h.max_timestamp
         if h.size > self.config.segment_bytes:
             raise AppendError(ErrorCode.record_list_too_large,
                               f"Message batch size is {h.size} bytes in append to partition "
                               f"{self.name}, which exceeds the maximum configured segment size "
                               f"of {self.config.segment_bytes}.")
-        self._maybe_roll(h.size)
+        self._maybe_roll(h.size, max_timestamp, now_ms)
         if h.has_producer_id:
             entry = self.producer_state.last_entry(h.producer_id)
             if entry is not None and origin == AppendOrigin.CLIENT:
@@ -356,18 +371,22 @@ class PartitionLog:
             info = self.producer_state.prepare_update(h.producer_id, origin)
             try:
                 info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence,
-                                       h.max_timestamp, h.base_offset, h.last_offset,
-                                       h.is_transactional)
+                                       max_timestamp, offset, last_offset, h.is_transactional)
             except ProducerStateError as exc:
                 code = _PRODUCER_STATE_ERRORS.get(type(exc), ErrorCode.unknown_server_error)
                 raise AppendError(code, str(exc)) from None
         else:
             info = None
-        self._write(bytes(buf), h)
+        buf = bytearray(records) if valid == len(records) else bytearray(records[:valid])
+        set_base_offset(buf, 0, offset)
+        set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        if self.config.log_append_time:
+            set_log_append_time(buf, h, now_ms)
+        self._write(buf, offset, last_offset, max_timestamp)
         if info is not None:
             self.producer_state.update(info)
-        self._after_append(h.last_offset)
-        return AppendResult(first_offset=offset, last_offset=h.last_offset,
+        self._after_append(last_offset)
+        return AppendResult(first_offset=offset, last_offset=last_offset,
                             log_append_time=append_time, log_start_offset=self.log_start_offset)
 
     def append_end_txn_marker(
@@ -390,7 +409,7 @@ class PartitionLog:
             timestamp=now_ms, coordinator_epoch=coordinator_epoch,
             partition_leader_epoch=self.leader_epoch)
         h = read_header(batch, 0)
-        self._maybe_roll(h.size)
+        self._maybe_roll(h.size, now_ms, now_ms)
         info = self.producer_state.prepare_update(producer_id, AppendOrigin.COORDINATOR)
         try:
             completed = info.append_end_txn_marker(
@@ -400,7 +419,7 @@ class PartitionLog:
         except ProducerStateError as exc:
             code = _PRODUCER_STATE_ERRORS.get(type(exc), ErrorCode.unknown_server_error)
             raise AppendError(code, str(exc)) from None
-        self._write(batch, h)
+        self._write(batch, h.base_offset, h.last_offset, h.max_timestamp)
         self.producer_state.update(info)
         if completed is not None:
             lso = self.producer_state.last_stable_offset(completed)
@@ -451,12 +470,28 @@ class PartitionLog:
                               f"Invalid sequence number {h.base_sequence} in record batch with "
                               f"producerId {h.producer_id} in topic partition {self.name}")
 
-    def _maybe_roll(self, size: int) -> None:
-        """``UnifiedLog#maybeRoll`` (size only): a full segment is closed and a new one started at
-        the log end offset, after a producer snapshot named by that offset (``roll``)."""
+    def _maybe_roll(self, size: int, max_timestamp: int, now_ms: int) -> None:
+        """``UnifiedLog#maybeRoll`` / ``LogSegment#shouldRoll``: a segment that would outgrow
+        segment.bytes, or a non-empty one older than segment.ms (measured from its first batch's
+        max timestamp to this batch's, or on the clock when its first batch has none), is closed
+        and a new one started at the log end offset, after a producer snapshot named by that
+        offset (``roll``)."""
         active = self.segments[-1]
-        if active.size > 0 and active.size + size > self.config.segment_bytes:
+        if active.size > 0 and (active.size + size > self.config.segment_bytes
+                                or self._waited_for_roll(active, max_timestamp, now_ms)
+                                > self.config.segment_ms):
             self._roll(self.log_end_offset)
+            active = self.segments[-1]
+        if active.first_batch_timestamp is None:
+            active.first_batch_timestamp = max_timestamp
+
+    @staticmethod
+    def _waited_for_roll(segment: _Segment, max_timestamp: int, now_ms: int) -> int:
+        """``LogSegment#timeWaitedForRoll``."""
+        first = segment.first_batch_timestamp
+        if first is not None and first >= 0:
+            return max_timestamp - first
+        return now_ms - segment.created_ms
 
     def _roll(self, base_offset: int) -> None:
         if self.segments and self.segments[-1].base_offset == base_offset:
@@ -466,11 +501,11 @@ class PartitionLog:
         self.producer_state.update_map_end_offset(base_offset)
         self.take_snapshot()
 
-    def _write(self, batch: bytes, h: BatchHeader) -> None:
+    def _write(self, batch: bytes | bytearray, base_offset: int, last_offset: int,
+               max_timestamp: int) -> None:
         seg = self.segments[-1]
         position = self.writer.append(batch)
-        self._index_batch(seg, position, len(batch), h.base_offset, h.last_offset,
-                          h.max_timestamp)
+        self._index_batch(seg, position, len(batch), base_offset, last_offset, max_timestamp)
         seg.size = position + len(batch)
 
     def _index_batch(self, seg: _Segment, position: int, size: int, base: int, last: int,
@@ -549,11 +584,11 @@ class PartitionLog:
     def _fetch_upper_bound(self, seg: _Segment, end_position: int) -> int:
         """``LogSegment#fetchUpperBoundOffset`` at batch granularity, else the next segment's base
         offset or the log end offset (``LocalLog#addAbortedTransactions``)."""
-        k = bisect.bisect_left(self._last_offsets, seg.base_offset)
-        while k < len(self._batches) and self._batches[k].segment is seg:
-            if self._batches[k].position >= end_position:
-                return self._batches[k].base_offset
-            k += 1
+        first = bisect.bisect_left(self._last_offsets, seg.base_offset)
+        # From ``first`` on, batches of ``seg`` come in position order, then later segments':
+        # the first batch at or past ``end_position`` or outside ``seg`` bounds the fetch.
+        k = bisect.bisect_left(self._batches, (False, end_position), lo=first,
+                               key=lambda b: (b.segment is not seg, b.position))
         return self._batches[k].base_offset if k < len(self._batches) else self.log_end_offset
 
     def offset_for_timestamp(self, timestamp: int,
@@ -656,6 +691,7 @@ class PartitionLog:
 
     def release(self) -> None:
         """Drop open descriptors without writing anything (the partition is being deleted)."""
+        self.writer.release()
         for seg in self.segments:
             seg.close()
 

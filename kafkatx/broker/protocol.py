@@ -4,7 +4,10 @@ Mirrors the parts of Kafka's ``RequestContext#parseRequest`` / ``RequestHeader``
 ``AbstractResponse#serializeWithHeader`` a broker needs: the api key, version and correlation id
 are read from the first 8 bytes (the same in every header version), the header and body are
 parsed with kio's native readers, responses get their header version from kio (which already
-encodes Kafka's rule that ApiVersions responses always use header v0).
+encodes Kafka's rule that ApiVersions responses always use header v0). Responses are encoded as
+chunks: the records of a fetch response go to the socket as the bytes read from the segment,
+never copied into one buffer (``encode_response_chunks``); a handler may hand back a body it
+wrote itself (``EncodedResponse``, the Produce hot path).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from kio.serial.errors import SerialError
 _PEEK = struct.Struct(">hhi")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _SIZE = struct.Struct(">i")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes (Kafka's default: 104857600)
 
 
@@ -102,26 +106,82 @@ def parse_request(payload: bytes, request_cls: type) -> tuple[Any, Any]:
     return header, body
 
 
-def encode_body(response: Any) -> bytes:
+_BY_REFERENCE = 32 * 1024  # writes this large (fetched records) are kept, not copied
+
+
+class _Chunks:
+    """A kio ``Writable`` collecting an encoding as chunks: small writes are joined, large ones
+    (the records of a fetch response, read from a segment) are kept by reference, so a response
+    is never copied as a whole before it goes to the socket."""
+
+    __slots__ = ("_small", "chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes | bytearray] = []
+        self.size = 0
+        self._small = bytearray()
+
+    def write(self, data: bytes | bytearray) -> int:
+        n = len(data)
+        if n >= _BY_REFERENCE:
+            if self._small:
+                self.chunks.append(self._small)
+                self._small = bytearray()
+            self.chunks.append(data)
+        else:
+            self._small += data
+        self.size += n
+        return n
+
+    def done(self) -> list[bytes | bytearray]:
+        if self._small:
+            self.chunks.append(self._small)
+            self._small = bytearray()
+        return self.chunks
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response body a handler wrote itself (a hot path), framed like the kio response
+    ``response_cls`` it encodes."""
+
+    response_cls: type
+    body: bytes | bytearray
+
+
+@functools.cache
+def _header_tail(header_cls: type) -> bytes:
+    """What a response header of this class holds after its correlation id (v1: an empty
+    tagged-field section), from kio's encoding of it."""
     buf = io.BytesIO()
-    _writer(type(response))(buf, response)
-    return buf.getvalue()
+    _writer(header_cls)(buf, header_cls(correlation_id=0))
+    raw = buf.getvalue()
+    if raw[:4] != b"\0\0\0\0":
+        raise RuntimeError(f"{header_cls.__module__}: unexpected response header layout")
+    return raw[4:]
+
+
+def encode_response_chunks(correlation_id: int, response: Any) -> list[bytes | bytearray]:
+    """The size-prefixed frame of ``response`` (a kio response or an ``EncodedResponse``) as
+    chunks to write in order: the response header kio assigns to this response type, then the
+    body."""
+    out = _Chunks()
+    encoded = isinstance(response, EncodedResponse)
+    response_cls = response.response_cls if encoded else type(response)
+    out.write(_SIZE_AND_CORRELATION.pack(0, correlation_id))
+    out.write(_header_tail(response_cls.__header_schema__))
+    if encoded:
+        out.write(response.body)
+    else:
+        _writer(response_cls)(out, response)
+    chunks = out.done()
+    _SIZE.pack_into(chunks[0], 0, out.size - 4)  # chunks[0] is the small one holding the size
+    return chunks
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """Size-prefixed frame: the response header kio assigns to this response type, then body."""
-    return frame_response(correlation_id, type(response), encode_body(response))
-
-
-def frame_response(correlation_id: int, response_cls: type, body: bytes) -> bytes:
-    header_cls = response_cls.__header_schema__
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    _writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
-    buf.write(body)
-    out = buf.getbuffer()
-    _SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return b"".join(encode_response_chunks(correlation_id, response))
 
 
 # --------------------------------------------------------------------------------------------

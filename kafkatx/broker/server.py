@@ -17,7 +17,7 @@ import signal
 import struct
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from kafkatx.broker.producer_ids import ProducerIdManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
 _SIZE = struct.Struct(">i")
+Frame = Sequence[bytes | bytearray]  # a response frame as chunks (``encode_response_chunks``)
 
 
 @dataclass(slots=True)
@@ -234,14 +235,16 @@ class Broker:
             conn.requests += 1
             frame, close_reason = await self._handle_frame(conn, payload)
             if frame:
-                conn.writer.write(frame)
+                for chunk in frame:
+                    conn.writer.write(chunk)
                 await conn.writer.drain()
             if close_reason:
                 return close_reason
 
-    async def _handle_frame(self, conn: _Connection, payload: bytes) -> tuple[bytes | None,
+    async def _handle_frame(self, conn: _Connection, payload: bytes) -> tuple[Frame | None,
                                                                                str | None]:
-        """(response frame or None, reason to close the connection or None)."""
+        """(response frame as chunks to write in order, or None; reason to close the connection
+        or None)."""
         try:
             head = protocol.peek_header(payload)
         except protocol.RequestDecodeError as exc:
@@ -251,7 +254,7 @@ class Broker:
         handler = self.handlers.get(key)
         if key == API_VERSIONS_KEY and (handler is None or not handler.supports(version)):
             self._verbose(conn, f"ApiVersions v{version} unsupported: v0 error reply")
-            return unsupported_version_reply(corr, self.handlers), None
+            return [unsupported_version_reply(corr, self.handlers)], None
         request_cls = protocol.request_type(key, version)
         if request_cls is None:
             self.warn(f"{conn.peer}: api key {key} version {version} is unknown; closing")
@@ -259,18 +262,19 @@ class Broker:
         response_cls = protocol.response_type(key, version)
         if handler is None or not handler.supports(version):
             self.warn(f"{conn.peer}: {request_cls.__name__} v{version} is not supported")
-            return protocol.encode_response(
+            return protocol.encode_response_chunks(
                 corr, protocol.error_response(response_cls, ErrorCode.unsupported_version)), None
         try:
             header, body = protocol.parse_request(payload, request_cls)
         except protocol.RequestDecodeError as exc:
             self.warn(f"{conn.peer}: cannot parse {request_cls.__name__} v{version}: {exc}")
-            return protocol.encode_response(
+            return protocol.encode_response_chunks(
                 corr, protocol.error_response(response_cls, ErrorCode.invalid_request)), None
         ctx = RequestContext(key, version, corr, getattr(header, "client_id", None),
                              response_cls, conn.peer)
-        self._verbose(conn, f"{request_cls.__name__} v{version} corr={corr} "
-                            f"client={ctx.client_id}")
+        if self.config.verbose:
+            self._verbose(conn, f"{request_cls.__name__} v{version} corr={corr} "
+                                f"client={ctx.client_id}")
         rejected = self.faults.rejection(key)
         if rejected is not None:
             self._verbose(conn, f"fault injected: {request_cls.__name__} answered with "
@@ -278,7 +282,7 @@ class Broker:
             if key == 0 and getattr(body, "acks", 1) == 0:
                 # Kafka closes the connection of an acks=0 produce that fails.
                 return None, "closed: fault injected on an acks=0 produce"
-            return protocol.encode_response(corr, reject_response(ctx, body, rejected)), None
+            return protocol.encode_response_chunks(corr, reject_response(ctx, body, rejected)), None
         try:
             response = await handler.handle(self, ctx, body)
         except asyncio.CancelledError:
@@ -294,7 +298,7 @@ class Broker:
             response = protocol.error_response(response_cls, ErrorCode.unknown_server_error)
         if response is None:
             return None, None
-        return protocol.encode_response(corr, response), None
+        return protocol.encode_response_chunks(corr, response), None
 
     def _verbose(self, conn: _Connection, message: str) -> None:
         if self.config.verbose:

@@ -13,6 +13,7 @@ from kafkatx.broker.config import (
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
     DEFAULT_SEGMENT_BYTES,
+    DEFAULT_SEGMENT_MS,
     DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
     DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
     DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS,
@@ -44,6 +45,10 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               help="Create unknown topics asked for in Metadata (auto.create.topics.enable).")
 @click.option("--segment-bytes", default=DEFAULT_SEGMENT_BYTES, show_default=True,
               type=click.IntRange(14), help="Roll segments at this size (log.segment.bytes).")
+@click.option("--segment-ms", default=DEFAULT_SEGMENT_MS, show_default=True,
+              type=click.IntRange(1),
+              help="Roll a segment once its batches' timestamps span this long (log.roll.ms; "
+                   "per topic: segment.ms).")
 @click.option("--node-id", default=1, show_default=True, type=click.IntRange(0),
               help="This broker's node id (node.id in meta.properties).")
 @click.option("--transaction-max-timeout-ms", default=DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
@@ -81,7 +86,8 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
                    + RULE_HELP + ".")
 @click.option("--verbose", is_flag=True, help="Log every request on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
-                  segment_bytes: int, node_id: int, transaction_max_timeout_ms: int,
+                  segment_bytes: int, segment_ms: int, node_id: int,
+                  transaction_max_timeout_ms: int,
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
                   transaction_version: int, faults: tuple[FaultRule, ...],
@@ -98,6 +104,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     """
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
+                          segment_ms=segment_ms,
                           node_id=node_id, verbose=verbose,
                           transaction_max_timeout_ms=transaction_max_timeout_ms,
                           transaction_abort_interval_ms=transaction_abort_interval_ms,

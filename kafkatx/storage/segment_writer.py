@@ -54,8 +54,14 @@ class PartitionWriter:
         *,
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         segment_bytes: int = 1 << 30,
+        keep_open: bool = False,
     ) -> None:
+        """``keep_open``: keep the active segment's file open between appends (the broker does;
+        call ``close`` or ``release``), rather than opening it for each append."""
         self.dir = Path(directory)
+        self.keep_open = keep_open
+        self._fd: int | None = None
+        self._active_path: Path | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
         self.index_interval_bytes = index_interval_bytes
         self.segment_bytes = segment_bytes
@@ -75,8 +81,7 @@ class PartitionWriter:
         seg = self.active
         assert seg is not None
         position = seg.size
-        with open(self.dir / segment_name(seg.base_offset, ".log"), "ab") as f:
-            f.write(batch)
+        self._write(batch)
         if max_ts > seg.max_timestamp_so_far:
             seg.max_timestamp_so_far = max_ts
             seg.offset_of_max_timestamp_so_far = last_offset
@@ -91,15 +96,38 @@ class PartitionWriter:
         self.log_end_offset = last_offset + 1
         return position
 
+    def _write(self, batch: bytes | bytearray) -> None:
+        """Append to the active segment: in the kernel's page cache when this returns, as after
+        ``FileChannel#write`` (no fsync: Kafka flushes segments only when they roll)."""
+        assert self._active_path is not None
+        if not self.keep_open:
+            with open(self._active_path, "ab") as f:
+                f.write(batch)
+            return
+        if self._fd is None:
+            self._fd = os.open(self._active_path,
+                               os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+        view = memoryview(batch)
+        while view:
+            view = view[os.write(self._fd, view):]
+
     def roll(self, new_base_offset: int | None = None) -> None:
         """Close the active segment (final time-index entry, trimmed indexes) and start another."""
         self._close_active()
         base = self.log_end_offset if new_base_offset is None else new_base_offset
         self.active = _ActiveSegment(base_offset=base)
         self.segment_bases.append(base)
-        (self.dir / segment_name(base, ".log")).touch()
+        self._active_path = self.dir / segment_name(base, ".log")
+        self._active_path.touch()
+
+    def release(self) -> None:
+        """Close the active segment's file without writing anything more."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def _close_active(self) -> None:
+        self.release()
         seg = self.active
         if seg is None:
             return

@@ -27,11 +27,12 @@ def batch(n: int, *, pid: int = -1, epoch: int = -1, seq: int = -1, txn: bool = 
                        base_sequence=seq, is_transactional=txn, compression_id=compression)
 
 
-def new_log(path: Path, segment_bytes: int = 1 << 20, *, append_time: bool = False
-            ) -> PartitionLog:
+def new_log(path: Path, segment_bytes: int = 1 << 20, *, append_time: bool = False,
+            segment_ms: int = 604_800_000) -> PartitionLog:
     log = PartitionLog("t", 0, path, LogConfig(segment_bytes=segment_bytes,
                                                max_message_bytes=1_048_588,
-                                               log_append_time=append_time))
+                                               log_append_time=append_time,
+                                               segment_ms=segment_ms))
     log.open()
     return log
 
@@ -109,6 +110,20 @@ def test_markers_write_the_txn_index_and_bound_read_committed(tmp_path: Path) ->
         log.append_end_txn_marker(producer_id=11, producer_epoch=0, coordinator_epoch=2,
                                   commit=True, now_ms=T0 + 12)
     assert exc.value.error == ErrorCode.transaction_coordinator_fenced
+    # Reloaded from the log alone (no snapshot, as after a SIGKILL), the markers keep their
+    # coordinator epoch: the zombie coordinator is still fenced, the snapshot records epoch 3.
+    log.close()
+    for snap in (tmp_path / "t-0").glob("*.snapshot"):
+        snap.unlink()
+    again = new_log(tmp_path / "t-0")
+    with pytest.raises(AppendError) as exc:
+        again.append_end_txn_marker(producer_id=11, producer_epoch=0, coordinator_epoch=2,
+                                    commit=True, now_ms=T0 + 13)
+    assert exc.value.error == ErrorCode.transaction_coordinator_fenced
+    again.close()
+    (snap,) = (tmp_path / "t-0").glob("*.snapshot")
+    entries = read_producer_snapshot(snap.read_bytes()).entries
+    assert {e.producer_id: e.coordinator_epoch for e in entries} == {10: 3, 11: 3}
 
 
 def test_reads_respect_max_bytes_and_min_one_message(tmp_path: Path) -> None:
@@ -149,6 +164,23 @@ def test_rolls_snapshot_and_reopen(tmp_path: Path) -> None:
     assert dup.duplicate and dup.first_offset == 13
     assert offsets_in(again.read(0, 1 << 20, RU, min_one_message=True).records)[0] == (0, 1)
     again.close()
+
+
+def test_segments_roll_by_time_between_batch_timestamps(tmp_path: Path) -> None:
+    """``LogSegment#shouldRoll``: a batch whose max timestamp is more than segment.ms after the
+    first batch of the active segment starts a new segment."""
+    d = tmp_path / "t-0"
+    log = new_log(d, segment_ms=1000)
+    log.append_as_leader(batch(1, ts=T0), T0)  # 0
+    log.append_as_leader(batch(1, ts=T0 + 1000), T0)  # 1: exactly segment.ms, same segment
+    log.append_as_leader(batch(1, ts=T0 + 1001), T0)  # 2: a new segment
+    log.append_as_leader(batch(1, ts=T0 + 1500), T0)  # 3
+    log.append_as_leader(batch(1, ts=T0 + 2001), T0)  # 4: 1000 after offset 2's, same segment
+    log.append_as_leader(batch(1, ts=T0 + 2002), T0)  # 5: a new segment
+    assert [s.base_offset for s in log.segments] == [0, 2, 5]
+    log.close()
+    assert sorted(p.name for p in d.glob("*.log")) == [
+        "00000000000000000000.log", "00000000000000000002.log", "00000000000000000005.log"]
 
 
 def test_log_append_time_rewrites_the_timestamp_and_crc(tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_transactions_v2_at_the_wire(serve: Serve) -> None:
         # a commit of it is INVALID_TXN_STATE; an older epoch is fenced.
         assert _end(c, pid, 1, True, 5).error_code == ErrorCode.invalid_txn_state
         assert _end(c, pid, 0, True, 5).error_code == ErrorCode.producer_fenced
-        live = fetch(c, "orders", 0, isolation=1)
+        live = fetch(c, "orders", 3, isolation=1)  # the markers' segment (rolled by time)
         assert live.last_stable_offset == live.high_watermark == 5
         assert [(a.producer_id, a.first_offset) for a in live.aborted_transactions] == [(pid, 3)]
     assert proc.stop() == 0, proc.stderr()

@@ -7,7 +7,8 @@ UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append to an in
 the error each append exception maps to, a duplicate answered with the original batch's offsets
 and no error, the transaction verification of KIP-890 in ``txn_verification``). A single
 replica is always the whole ISR, so acks=1 and acks=-1 are answered as soon as the batch is in
-the log.
+the log. The batches split while validating are handed to the append, and the response body is
+written by :mod:`kafkatx.broker.produce_response` (the hot path: one request per batch).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
-from kafkatx.broker.batch_header import BatchFrameError, split_batches
+from kafkatx.broker.batch_header import BatchFrameError, BatchHeader, split_batches
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS
 from kafkatx.broker.partition_log import AppendError, AppendResult
+from kafkatx.broker.produce_response import PartitionResult, encode_produce_response
 from kafkatx.broker.txn_verification import verify_transactional_produce
 
 if TYPE_CHECKING:
@@ -30,37 +32,49 @@ ZSTD = 4
 ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
 
 
-def validate_records(version: int, records: bytes | None) -> tuple[ErrorCode, str] | None:
-    """``ProduceRequest#validateRecords``: the error for records this version may not carry."""
+class RecordsRefused(Exception):
+    """Records a produce request of this version may not carry, with the error to answer."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def validate_records(version: int, records: bytes | None) -> tuple[list[BatchHeader], int]:
+    """``ProduceRequest#validateRecords``: the batches (``split_batches``) of ``records``, or
+    ``RecordsRefused`` with the error for records this version may not carry."""
     if records is None:
-        return ErrorCode.invalid_record, "Produce request partition has null records"
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             "Produce request partition has null records")
     try:
-        headers, _ = split_batches(records)
+        headers, valid = split_batches(records)
     except BatchFrameError as exc:
         if exc.kind == "magic":
-            return (ErrorCode.invalid_record,
-                    f"Produce requests with version {version} must use message format v2: "
-                    f"{exc}")
-        return ErrorCode.corrupt_message, str(exc)
+            raise RecordsRefused(ErrorCode.invalid_record,
+                                 f"Produce requests with version {version} must use message "
+                                 f"format v2: {exc}") from None
+        raise RecordsRefused(ErrorCode.corrupt_message, str(exc)) from None
     if not headers:
-        return (ErrorCode.invalid_record,
-                f"Produce requests with version {version} must have at least one record batch "
-                "per partition")
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             f"Produce requests with version {version} must have at least one "
+                             "record batch per partition")
     if len(headers) > 1:
-        return (ErrorCode.invalid_record,
-                f"Produce requests with version {version} are only allowed to contain exactly "
-                "one record batch per partition")
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             f"Produce requests with version {version} are only allowed to "
+                             "contain exactly one record batch per partition")
     if version < 7 and headers[0].compression_id == ZSTD:
-        return (ErrorCode.unsupported_compression_type,
-                f"Produce requests with version {version} cannot use ZStandard compression")
-    return None
+        raise RecordsRefused(ErrorCode.unsupported_compression_type,
+                             f"Produce requests with version {version} cannot use ZStandard "
+                             "compression")
+    return headers, valid
 
 
 @api(0, 3, 9, tv2_max_version=12)
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     now = broker.now_ms()
-    responses = []
+    responses: list[tuple[str, list[PartitionResult]]] = []
     failures: list[str] = []
     appended = False
     for topic in request.topic_data:
@@ -77,23 +91,21 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 error = ErrorCode.invalid_topic_exception
                 message = f"Cannot append to internal topic {topic.name}"
             else:
-                refused = validate_records(ctx.api_version, part.records) \
-                    or verify_transactional_produce(broker, request.transactional_id,
-                                                    topic.name, part.index, log,
-                                                    part.records, ctx.api_version)
-                if refused is not None:
-                    error, message = refused
-                else:
-                    try:
-                        result = log.append_as_leader(bytes(part.records), now)
-                        appended = appended or not result.duplicate
-                    except AppendError as exc:
-                        error, message = exc.error, exc.message
+                try:
+                    batches = validate_records(ctx.api_version, part.records)
+                    refused = verify_transactional_produce(broker, request.transactional_id,
+                                                           topic.name, part.index, log,
+                                                           part.records, ctx.api_version)
+                    if refused is not None:
+                        raise RecordsRefused(*refused)
+                    result = log.append_as_leader(bytes(part.records), now, batches=batches)
+                    appended = appended or not result.duplicate
+                except (RecordsRefused, AppendError) as exc:
+                    error, message = exc.error, exc.message
             if error != ErrorCode.none:
                 failures.append(f"{topic.name}-{part.index}: {error.name}: {message}")
-            partitions.append(_partition_response(ctx, part.index, error, message, result))
-        responses.append(protocol.make(ctx.resp.TopicProduceResponse, name=topic.name,
-                                       partition_responses=tuple(partitions)))
+            partitions.append(_partition_result(part.index, error, message, result))
+        responses.append((topic.name, partitions))
     if appended:
         broker.notify_append()
     for failure in failures:
@@ -102,17 +114,14 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
         if failures:
             raise protocol.CloseConnection("acks=0 produce request failed")
         return None
-    return protocol.make(ctx.response_cls, responses=tuple(responses))
+    return protocol.EncodedResponse(ctx.response_cls,
+                                    encode_produce_response(ctx.api_version, responses))
 
 
-def _partition_response(ctx: RequestContext, index: int, error: ErrorCode, message: str | None,
-                        result: AppendResult | None) -> Any:
+def _partition_result(index: int, error: ErrorCode, message: str | None,
+                      result: AppendResult | None) -> PartitionResult:
     if result is None:
-        return protocol.make(ctx.resp.PartitionProduceResponse, index=index, error_code=error,
-                             base_offset=-1, log_append_time=None, log_start_offset=-1,
-                             record_errors=(), error_message=message)
-    return protocol.make(ctx.resp.PartitionProduceResponse, index=index, error_code=error,
-                         base_offset=result.first_offset,
-                         log_append_time=protocol.ms_to_datetime(result.log_append_time),
-                         log_start_offset=result.log_start_offset, record_errors=(),
-                         error_message=None)
+        return PartitionResult(index, error.value, -1, -1, -1, message)
+    return PartitionResult(index, error.value, result.first_offset,
+                           max(result.log_append_time, -1),  # kio writes -1 for any negative
+                           result.log_start_offset, None)
