@@ -54,10 +54,8 @@ def verify_transactional_produce(broker: Broker, transactional_id: str | None, t
     if producer is None:
         return None
     pid, epoch = producer
-    entry = log.producer_state.producers.get(pid)
-    if (entry is not None and entry.current_txn_first_offset is not None
-            and entry.producer_epoch == epoch):
-        return None  # hasOngoingTransaction: verified when the transaction's first batch came
+    if log.producer_state.has_ongoing_transaction(pid, epoch):
+        return None  # verified when the transaction's first batch came
     coordinator = broker.transactions
     tp = (topic, partition)
     if not transactional_id:

@@ -474,6 +474,13 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """``ProducerStateManager#hasOngoingTransaction``: this producer, at this epoch, has a
+        transaction open in the partition (KIP-890 verification is then not needed)."""
+        entry = self.producers.get(producer_id)
+        return (entry is not None and entry.current_txn_first_offset is not None
+                and entry.producer_epoch == producer_epoch)
+
     def first_undecided_offset(self) -> int | None:
         first = self.ongoing_txns.first()
         return None if first is None else first.first_offset

@@ -125,6 +125,18 @@ def test_tv2_markers_need_a_bumped_epoch_but_retries_pass() -> None:
     assert marker(psm, epoch=5, offset=3, tv=2) is None
 
 
+def test_has_ongoing_transaction_needs_an_open_transaction_at_that_epoch() -> None:
+    psm = ProducerStateManager()
+    assert not psm.has_ongoing_transaction(PID, 0)
+    append(psm, epoch=0, first_seq=0, n=1, offset=0)  # idempotent, no transaction
+    assert not psm.has_ongoing_transaction(PID, 0)
+    append(psm, epoch=0, first_seq=1, n=1, offset=1, txn=True)
+    assert psm.has_ongoing_transaction(PID, 0)
+    assert not psm.has_ongoing_transaction(PID, 1)  # another epoch must be verified
+    marker(psm, epoch=0, offset=2)
+    assert not psm.has_ongoing_transaction(PID, 0)
+
+
 def test_tv0_marker_with_the_same_epoch_is_fine() -> None:
     psm = ProducerStateManager()
     append(psm, epoch=4, first_seq=0, n=2, offset=0, txn=True)
