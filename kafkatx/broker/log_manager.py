@@ -4,8 +4,9 @@ Mirrors Kafka's ``LogManager`` (load at start, ``.kafka_cleanshutdown`` marker, 
 log-start-offset checkpoints, ``asyncDelete`` renaming a partition directory to
 ``<topic>-<partition>.<uuid>-delete`` before removing it), ``ReplicaManager``'s
 ``replication-offset-checkpoint``, ``Partition#createLogIfNotExists`` (``partition.metadata`` with
-the topic id, ``leader-epoch-checkpoint`` with the first epoch) and ``MetaProperties`` (KRaft
-``meta.properties`` v1). Topic ids are Kafka ``Uuid``s (``Uuid#randomUuid``).
+the topic id, ``leader-epoch-checkpoint`` with the first epoch), ``ReplicaManager#deleteRecords``
+(internal topics refused, ``LeaderEpochFileCache#truncateFromStart``) and ``MetaProperties``
+(KRaft ``meta.properties`` v1). Topic ids are Kafka ``Uuid``s (``Uuid#randomUuid``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kio.schema.errors import ErrorCode
+
 from kafkatx.broker.config import (
     DEFAULT_MAX_MESSAGE_BYTES,
     LEADER_EPOCH,
     BrokerConfig,
 )
 from kafkatx.broker.files import atomic_write, create_if_missing
-from kafkatx.broker.partition_log import LogConfig, LogLoadError, PartitionLog
+from kafkatx.broker.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,
@@ -36,6 +39,7 @@ from kafkatx.formats.checkpoints import (
     build_offset_checkpoint,
     build_partition_metadata,
     read_meta_properties,
+    read_offset_checkpoint,
     read_partition_metadata,
     uuid_from_bytes,
     uuid_to_bytes,
@@ -154,7 +158,14 @@ class LogManager:
         for name in (REPLICATION_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT,
                      CLEANER_CHECKPOINT):
             create_if_missing(self.root / name)
-        self._load_partitions()
+        self._load_partitions(self._log_start_offsets())
+
+    def _log_start_offsets(self) -> dict[tuple[str, int], int]:
+        """``log-start-offset-checkpoint`` as ``LogManager#loadLogs`` reads it."""
+        path = self.root / LOG_START_CHECKPOINT
+        checkpoint = read_offset_checkpoint(path.read_bytes(), path=str(path))
+        self.load_problems.extend(str(p) for p in checkpoint.problems)
+        return checkpoint.as_map()
 
     def _meta_properties(self) -> None:
         path = self.root / META_PROPERTIES_FILE
@@ -174,7 +185,7 @@ class LogManager:
             "version": "1",
         }))
 
-    def _load_partitions(self) -> None:
+    def _load_partitions(self, log_start_offsets: Mapping[tuple[str, int], int]) -> None:
         found: dict[str, list[tuple[int, Path]]] = {}
         for path in sorted(self.root.iterdir()):
             if not path.is_dir():
@@ -209,7 +220,7 @@ class LogManager:
                                               "partitions below it; ignored")
                     continue
                 log = self._new_log(topic, partition, path)
-                log.open()
+                log.open(log_start_offsets.get((name, partition), 0))
                 self.load_problems.extend(log.load_problems)
                 topic.logs[partition] = log
             if topic.logs:
@@ -226,6 +237,8 @@ class LogManager:
             max_message_bytes=int(overrides.get("max.message.bytes",
                                                 DEFAULT_MAX_MESSAGE_BYTES)),
             log_append_time=overrides.get("message.timestamp.type") == "LogAppendTime",
+            delete="delete" in (policy.strip().lower() for policy in
+                                overrides.get("cleanup.policy", "delete").split(",")),
         )
 
     def _new_log(self, topic: Topic, partition: int, path: Path) -> PartitionLog:
@@ -296,6 +309,26 @@ class LogManager:
             log.dir.rename(target)
             shutil.rmtree(target, ignore_errors=True)
         return topic
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """``ReplicaManager#deleteRecordsOnLocalLog`` for a partition that exists: an internal
+        topic is INVALID_TOPIC_EXCEPTION, else ``Partition#deleteRecordsOnLeader``; a raised log
+        start offset truncates the leader epoch cache from the start
+        (``LeaderEpochFileCache#truncateFromStart``: the one epoch now starts there). Returns
+        the low watermark; raises ``AppendError``."""
+        if topic in INTERNAL_TOPICS:
+            raise AppendError(ErrorCode.invalid_topic_exception,
+                              f"Cannot delete records of internal topic {topic}")
+        log = self.get(topic, partition)
+        if log is None:
+            raise AppendError(ErrorCode.unknown_topic_or_partition,
+                              "This server does not host this topic-partition.")
+        before = log.log_start_offset
+        low_watermark = log.delete_records_before(offset)
+        if low_watermark > before:
+            atomic_write(log.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
+                [EpochEntry(epoch=log.leader_epoch, start_offset=low_watermark)]))
+        return low_watermark
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         t = self.topics.get(topic)

@@ -2,7 +2,8 @@
 
 Mirrors Kafka's ``UnifiedLog`` (``appendAsLeader`` / ``append`` / ``analyzeAndValidateRecords`` /
 ``analyzeAndValidateProducerState`` / ``read`` / ``fetchOffsetByTimestamp`` /
-``lastStableOffset``), the ``LogValidator`` checks of a v2 batch appended in place, and
+``lastStableOffset`` / ``maybeIncrementLogStartOffset`` / ``deleteOldSegments``), the
+``LogValidator`` checks of a v2 batch appended in place, and
 ``LocalLog#collectAbortedTransactions`` through :mod:`kafkatx.semantics.read_committed`. Batches
 are kept as the bytes the producer sent: only the base offset, the partition leader epoch and,
 for LogAppendTime topics, the max timestamp (with a new CRC) are patched, exactly the fields
@@ -38,7 +39,11 @@ from kafkatx.broker.batch_header import (
 from kafkatx.broker.config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.files import atomic_write
 from kafkatx.errors import FormatError, KafkatxError
-from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
+from kafkatx.formats.producer_snapshot import (
+    build_producer_snapshot,
+    read_producer_snapshot,
+    snapshot_file_name,
+)
 from kafkatx.formats.record_batch import (
     ControlType,
     Record,
@@ -74,6 +79,7 @@ EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 NO_TIMESTAMP = -1
+HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 
 _PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
     OutOfOrderSequenceError: ErrorCode.out_of_order_sequence_number,
@@ -104,6 +110,7 @@ class LogConfig:
     max_message_bytes: int
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
+    delete: bool = True  # cleanup.policy includes "delete" (LogConfig#delete)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,7 +211,7 @@ class PartitionLog:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, log_start_offset_checkpoint: int = 0) -> None:
         """Load the segments already in the directory, then start a new active segment.
 
         Mirrors the clean-shutdown path of ``LogLoader``: batches are indexed, producer state is
@@ -212,12 +219,19 @@ class PartitionLog:
         does) and aborted transactions are read from the ``.txnindex`` files. Anything after the
         first damaged batch of a segment is cut off, as Kafka's recovery truncates. Unlike Kafka,
         appends continue in a fresh segment at the log end offset rather than in the last one.
+
+        The log start offset is ``max(checkpoint, first segment's base offset)`` (``LogLoader``).
+        When segments were deleted below it, the producer snapshot named by the first segment's
+        base offset (kept by ``deleteProducerSnapshots``) seeds the producer state before the
+        replay, so producers whose batches went with the deleted segments are still known.
         """
         logs = []
         for path in self.dir.glob("*.log"):
             with contextlib.suppress(ValueError):
                 logs.append((int(path.name[:-4]), path))
         logs.sort()
+        if logs and logs[0][0] > 0:
+            self._load_snapshot_at(logs[0][0])
         for i, (base, path) in enumerate(logs):
             self._load_segment(base, path, last=i == len(logs) - 1)
         if self.segments and self.segments[-1].size == 0:
@@ -226,13 +240,31 @@ class PartitionLog:
         self.writer.log_end_offset = max(self.writer.log_end_offset, self.log_end_offset)
         self.log_end_offset = self.writer.log_end_offset
         self.high_watermark = self.log_end_offset
-        if self.segments:
-            self.log_start_offset = self.segments[0].base_offset
         self.producer_state.update_map_end_offset(self.log_end_offset)
         self.producer_state.last_snap_offset = max(
             (self._snapshot_offsets() or [0])[-1], 0)
         self.producer_state.on_high_watermark_updated(self.high_watermark)
         self._roll(self.log_end_offset)
+        first_base = self.segments[0].base_offset
+        if log_start_offset_checkpoint > self.log_end_offset:
+            # Kafka deletes every segment then (LogLoader#deleteSegmentsIfLogStartGreaterThan-
+            # LogEnd); a forensic tool keeps the data and ignores the checkpoint instead.
+            self.load_problems.append(
+                f"{self.name}: log start offset checkpoint {log_start_offset_checkpoint} is past "
+                f"the log end offset {self.log_end_offset}; ignored")
+            log_start_offset_checkpoint = 0
+        self.log_start_offset = max(log_start_offset_checkpoint, first_base)
+
+    def _load_snapshot_at(self, offset: int) -> None:
+        path = self.dir / snapshot_file_name(offset)
+        if not path.exists():
+            return
+        snap = read_producer_snapshot(path.read_bytes(), path=str(path))
+        if snap.problems:
+            self.load_problems.append(f"{snap.problems[0]}; producers before offset {offset} "
+                                      "are not restored")
+            return
+        self.producer_state.load_snapshot(list(snap.entries), offset)
 
     def _snapshot_offsets(self) -> list[int]:
         out = []
@@ -534,8 +566,12 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return last_stable_offset(self.producer_state.first_unstable_offset(),
-                                  self.high_watermark)
+        """``UnifiedLog#maybeIncrementFirstUnstableOffset`` keeps the first unstable offset at or
+        above the log start offset."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is not None:
+            first_unstable = max(first_unstable, self.log_start_offset)
+        return last_stable_offset(first_unstable, self.high_watermark)
 
     def read(
         self,
@@ -646,17 +682,71 @@ class PartitionLog:
         return OffsetAndTimestamp(best.last_offset, best.max_timestamp, self.leader_epoch)
 
     def _search_timestamp(self, target: int) -> OffsetAndTimestamp | None:
-        for ref in self._batches:
+        """``LogSegment#findOffsetByTimestamp`` from the log start offset."""
+        start = bisect.bisect_left(self._last_offsets, self.log_start_offset)
+        for ref in self._batches[start:]:
             if ref.max_timestamp < target:
                 continue
             try:
                 for record in self._records_of(ref):
-                    if record.timestamp >= target:
+                    if record.timestamp >= target and record.offset >= self.log_start_offset:
                         return OffsetAndTimestamp(record.offset, record.timestamp,
                                                   self.leader_epoch)
             except FormatError:
                 continue
         return None
+
+    # -- deleting records ---------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """``Partition#deleteRecordsOnLeader``: ``offset`` (-1: the high watermark) becomes the log
+        start offset unless it is lower (``UnifiedLog#maybeIncrementLogStartOffset``, reason
+        ClientRecordDeletion), then segments wholly below it are deleted
+        (``UnifiedLog#deleteLogStartOffsetBreachedSegments``, which Kafka's retention thread runs
+        later). Returns the log start offset, the low watermark of a one-replica partition.
+        Raises ``AppendError`` POLICY_VIOLATION or OFFSET_OUT_OF_RANGE as Kafka does."""
+        if not self.config.delete:
+            raise AppendError(ErrorCode.policy_violation,
+                              f"Records of partition {self.name} can not be deleted due to the "
+                              "configured policy")
+        target = self.high_watermark if offset == HIGH_WATERMARK else offset
+        if target < 0:
+            raise AppendError(ErrorCode.offset_out_of_range,
+                              f"The offset {target} for partition {self.name} is not valid")
+        if target > self.high_watermark:
+            raise AppendError(ErrorCode.offset_out_of_range,
+                              f"Cannot increment the log start offset to {target} of partition "
+                              f"{self.name} since it is larger than the high watermark "
+                              f"{self.high_watermark}")
+        if target > self.log_start_offset:
+            self.log_start_offset = target
+            psm = self.producer_state
+            psm.on_log_start_offset_incremented(target)
+            psm.last_snap_offset = (self._snapshot_offsets() or [target])[-1]
+            self._delete_log_start_offset_breached_segments()
+        return self.log_start_offset
+
+    def _delete_log_start_offset_breached_segments(self) -> None:
+        """``UnifiedLog#deletableSegments`` with the start-offset predicate, then
+        ``deleteSegments``: from the oldest, a segment goes while the next one starts at or below
+        the log start offset (the active segment never does). Its files go at once (Kafka renames
+        them ``.deleted`` and removes them ``file.delete.delay.ms`` later), with the producer
+        snapshot named by its base offset (``UnifiedLog#deleteProducerSnapshots``)."""
+        deletable = 0
+        while (deletable + 1 < len(self.segments)
+               and self.segments[deletable + 1].base_offset <= self.log_start_offset):
+            deletable += 1
+        if not deletable:
+            return
+        gone, self.segments = self.segments[:deletable], self.segments[deletable:]
+        kept = bisect.bisect_left(self._last_offsets, self.segments[0].base_offset)
+        del self._batches[:kept]
+        del self._last_offsets[:kept]
+        for seg in gone:
+            seg.close()
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                (self.dir / segment_name(seg.base_offset, suffix)).unlink(missing_ok=True)
+            (self.dir / snapshot_file_name(seg.base_offset)).unlink(missing_ok=True)
 
     # -- snapshots, flush, close ---------------------------------------------------------------
 

@@ -11,14 +11,14 @@ kafka-python's own test brokers are configured (``servers/resources/*/kafka.prop
 API ranges. Every selected test must pass (none skipped, failed or errored), the server must
 stop cleanly, and ``kafkatx verify`` must find no error in the log dir the suite left.
 
-Runs (SELECTED, 48 tests): all of ``test_producer_integration.py`` (end to end and record
+Runs (SELECTED, 50 tests): all of ``test_producer_integration.py`` (end to end and record
 metadata with every codec, idempotent producers with 1-5 requests in flight, transactions,
 ``send_offsets_to_transaction``); all of ``test_consumer_integration.py`` but one (consumers,
 pause, version inference, blocking iteration, commit and resume, max bytes, ``offsets_for_times``,
 seek to end, a four-member group, the heartbeat thread); from ``test_admin_integration.py``
 DescribeConfigs (topic and broker), DescribeGroups, DeleteGroups, CreateTopics/DeleteTopics,
 CreatePartitions, ElectLeaders, DescribeLogDirs, AlterReplicaLogDirs,
-Alter/ListPartitionReassignments and ListOffsets.
+Alter/ListPartitionReassignments, ListOffsets and DeleteRecords (with its errors).
 
 Excluded, and why:
 
@@ -26,8 +26,6 @@ Excluded, and why:
   0.10.1 only (the suite skips it at 3.0).
 - ``test_admin_integration.py::test_create_describe_delete_acls``: needs an authorizer; kafkatx
   has none (Kafka without ``authorizer.class.name`` answers the ACL APIs SECURITY_DISABLED).
-- ``test_admin_integration.py::test_delete_records``, ``::test_delete_records_with_errors``:
-  DeleteRecords is not served; it needs the partition log to advance its log start offset.
 - ``test_admin_integration.py::test_describe_metadata_quorum``,
   ``::test_describe_topic_partitions``, ``::test_describe_topic_partitions_pagination``,
   ``::test_list_config_resources``: KRaft APIs of Kafka 4.0+ (the suite skips them at 3.0).
@@ -95,6 +93,8 @@ SELECTED = (
         "test_alter_partition_reassignments",
         "test_list_partition_reassignments",
         "test_list_partition_offsets",
+        "test_delete_records",
+        "test_delete_records_with_errors",
     )),
 )
 

@@ -228,3 +228,65 @@ def test_reopen_cuts_a_partial_tail_but_refuses_damage(tmp_path: Path) -> None:
     with pytest.raises(LogLoadError, match=r"(?i)crc"):
         new_log(d)
     assert seg.read_bytes() == bytes(damaged)  # nothing was cut
+
+
+def test_delete_records_moves_the_log_start_and_deletes_whole_segments(tmp_path: Path) -> None:
+    """``Partition#deleteRecordsOnLeader`` / ``UnifiedLog#maybeIncrementLogStartOffset`` and
+    ``deleteLogStartOffsetBreachedSegments``; reopening keeps the start offset it is given."""
+    d = tmp_path / "t-0"
+    log = new_log(d, segment_bytes=600)
+    log.append_as_leader(batch(2, pid=9, epoch=0, seq=0), T0)  # pid 9 lives in segment 0 only
+    for i in range(1, 7):
+        log.append_as_leader(batch(2, pid=5, epoch=0, seq=2 * i - 2, ts=T0 + 100 * i), T0)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) >= 3 and log.high_watermark == 14
+    for bad in (15, -2):
+        with pytest.raises(AppendError) as out_of_range:
+            log.delete_records_before(bad)
+        assert out_of_range.value.error == ErrorCode.offset_out_of_range
+    target = bases[2] + 1  # inside a batch of the third segment
+    assert log.delete_records_before(target) == target
+    assert log.delete_records_before(1) == target  # never lowered
+    assert [s.base_offset for s in log.segments] == bases[2:]
+    left = {p.name for p in d.iterdir()}
+    for base in bases[:2]:
+        assert not any(name.startswith(f"{base:020d}.") for name in left), (base, left)
+    assert f"{bases[2]:020d}.snapshot" in left and f"{bases[2]:020d}.log" in left
+    with pytest.raises(AppendError) as below:
+        log.read(target - 1, 1 << 20, RU, min_one_message=True)
+    assert below.value.error == ErrorCode.offset_out_of_range
+    read = log.read(target, 1 << 20, RU, min_one_message=True)
+    assert read.log_start_offset == target and offsets_in(read.records)[0] == (target - 1, target)
+    assert log.offset_for_timestamp(-2, RU).offset == target  # EARLIEST_TIMESTAMP
+    assert log.offset_for_timestamp(T0, RU).offset == target  # the search starts there too
+    assert log.append_as_leader(batch(2, pid=9, epoch=0, seq=0), T0).duplicate
+    assert log.delete_records_before(-1) == 14  # the high watermark
+    log.close()
+    # The start offset comes from log-start-offset-checkpoint, else the first segment's base;
+    # the snapshot at the first segment's base still knows producer 9.
+    for checkpoint, start in ((14, 14), (0, log.segments[0].base_offset)):
+        again = PartitionLog("t", 0, d, log.config)
+        again.open(checkpoint)
+        assert again.log_start_offset == start and again.log_end_offset == 14
+        dup = again.append_as_leader(batch(2, pid=9, epoch=0, seq=0), T0)
+        assert dup.duplicate and dup.first_offset == 0
+        again.close()
+
+
+def test_delete_records_policy_and_the_first_unstable_offset(tmp_path: Path) -> None:
+    compacted = PartitionLog("c", 0, tmp_path / "c-0", LogConfig(
+        segment_bytes=1 << 20, max_message_bytes=1_048_588, delete=False))
+    compacted.open()
+    compacted.append_as_leader(batch(1), T0)
+    with pytest.raises(AppendError) as policy:
+        compacted.delete_records_before(1)
+    assert policy.value.error == ErrorCode.policy_violation and compacted.log_start_offset == 0
+    compacted.close()
+    log = new_log(tmp_path / "t-0")
+    log.append_as_leader(batch(1, pid=6, epoch=0, seq=0, txn=True), T0)
+    log.append_as_leader(batch(2), T0)
+    assert log.last_stable_offset == 0
+    assert log.delete_records_before(2) == 2
+    # UnifiedLog#maybeIncrementFirstUnstableOffset: never below the log start offset.
+    assert log.last_stable_offset == 2
+    log.close()

@@ -27,6 +27,7 @@ HANDLER_MODULES = (
     "kafkatx.broker.handlers.produce",
     "kafkatx.broker.handlers.fetch",
     "kafkatx.broker.handlers.list_offsets",
+    "kafkatx.broker.handlers.records",
     "kafkatx.broker.handlers.coordinator",
     "kafkatx.broker.handlers.transactions",
     "kafkatx.broker.handlers.groups",
