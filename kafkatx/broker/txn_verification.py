@@ -12,18 +12,15 @@ translated as Kafka does for the client's produce version.
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kafkatx.broker.batch_header import BatchHeader
     from kafkatx.broker.partition_log import PartitionLog
     from kafkatx.broker.server import Broker
 
-_ATTRIBUTES = struct.Struct(">h")  # RecordBatch v2: attributes at byte 21
-_PRODUCER = struct.Struct(">qh")  # producer id and epoch at byte 43
-_TRANSACTIONAL = 0x10
 FIRST_ADD_PARTITION_VERSION = 12  # Produce v12: the client relies on the implicit add
 FIRST_ABORTABLE_VERSION = 11  # Produce v11 knows TRANSACTION_ABORTABLE
 # ReplicaManager: retriable verification errors old clients may not retry become this one.
@@ -33,27 +30,15 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
     ErrorCode.not_coordinator})
 
 
-def _producer(records: bytes) -> tuple[int, int] | None:
-    """(producer id, epoch) of the first batch when it is transactional, else None."""
-    if len(records) < 61 or records[16] != 2:
-        return None
-    if not _ATTRIBUTES.unpack_from(records, 21)[0] & _TRANSACTIONAL:
-        return None
-    pid, epoch = _PRODUCER.unpack_from(records, 43)
-    return int(pid), int(epoch)
-
-
 def verify_transactional_produce(broker: Broker, transactional_id: str | None, topic: str,
-                                 partition: int, log: PartitionLog, records: bytes,
+                                 partition: int, log: PartitionLog, header: BatchHeader,
                                  api_version: int) -> tuple[ErrorCode, str] | None:
-    """The error refusing this append, or None when it may go ahead."""
+    """The error refusing this append (of the batch ``header`` heads), or None when it may go
+    ahead."""
     level = broker.config.transaction_version
-    if level < 1:
+    if level < 1 or not header.is_transactional:
         return None
-    producer = _producer(records)
-    if producer is None:
-        return None
-    pid, epoch = producer
+    pid, epoch = header.producer_id, header.producer_epoch
     if log.producer_state.has_ongoing_transaction(pid, epoch):
         return None  # verified when the transaction's first batch came
     coordinator = broker.transactions

@@ -95,7 +95,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                     batches = validate_records(ctx.api_version, part.records)
                     refused = verify_transactional_produce(broker, request.transactional_id,
                                                            topic.name, part.index, log,
-                                                           part.records, ctx.api_version)
+                                                           batches[0][0], ctx.api_version)
                     if refused is not None:
                         raise RecordsRefused(*refused)
                     result = log.append_as_leader(bytes(part.records), now, batches=batches)

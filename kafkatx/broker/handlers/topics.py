@@ -11,7 +11,8 @@ Unlike Kafka, the internal topics cannot grow: the coordinators hash ids onto 50
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +25,7 @@ from kafkatx.broker.config import (
     STRING,
     TOPIC_CONFIG_BY_NAME,
     TOPIC_CONFIGS,
+    BrokerConfig,
     validate_topic_config,
 )
 from kafkatx.broker.handlers import api
@@ -176,20 +178,22 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
     return protocol.make(ctx.response_cls, responses=tuple(results))
 
 
+@dataclass(slots=True)
 class _ConfigValue:
-    __slots__ = ("config_type", "documentation", "name", "read_only", "source", "synonyms",
-                 "value")
+    name: str
+    value: str | None
+    source: int
+    config_type: int
+    synonyms: list[tuple[str, str | None, int]]
+    documentation: str = ""
+    read_only: bool = field(default=False, kw_only=True)
 
-    def __init__(self, name: str, value: str | None, source: int, config_type: int,
-                 synonyms: list[tuple[str, str | None, int]], documentation: str = "",
-                 *, read_only: bool = False) -> None:
-        self.name = name
-        self.value = value
-        self.source = source
-        self.config_type = config_type
-        self.synonyms = synonyms
-        self.documentation = documentation
-        self.read_only = read_only
+
+# Topic configs whose broker-wide value a ``kafkatx serve`` option sets.
+_BROKER_SET: dict[str, Callable[[BrokerConfig], int]] = {
+    "segment.bytes": lambda c: c.segment_bytes,
+    "segment.ms": lambda c: c.segment_ms,
+}
 
 
 def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_ConfigValue]:
@@ -197,8 +201,9 @@ def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_Con
     for d in TOPIC_CONFIGS:
         synonyms: list[tuple[str, str | None, int]] = []
         broker_value = None
-        if d.name == "segment.bytes" and broker.config.segment_bytes != int(d.default or 0):
-            broker_value = str(broker.config.segment_bytes)
+        setting = _BROKER_SET.get(d.name)
+        if setting is not None and setting(broker.config) != int(d.default or 0):
+            broker_value = str(setting(broker.config))
         if d.name in overrides:
             value, source = overrides[d.name], DYNAMIC_TOPIC_CONFIG
             synonyms.append((d.name, value, DYNAMIC_TOPIC_CONFIG))
