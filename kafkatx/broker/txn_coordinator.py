@@ -350,7 +350,10 @@ class TransactionCoordinator:
                             *, commit: bool, from_client: bool) -> tuple[ErrorCode, int, int]:
         """``endTransaction`` for transactions v2: a retry is recognised by the epoch the
         coordinator already bumped, an abort is allowed from Empty/Complete* (the client was
-        unsure whether it had started a transaction), and the answer carries the new epoch."""
+        unsure whether it had started a transaction), and the answer carries the new epoch. The
+        checks run in Kafka 4.0's order (KAFKA-18464): producer id, pending transition, epoch;
+        the v0/v1 path above keeps the epoch check before the pending one, as Kafka's
+        ``endTransactionWithTV1`` does."""
         none = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         fencing = md.pending_state is S.PREPARE_EPOCH_FENCE
         retry_on_overflow = (not fencing and md.previous_producer_id == producer_id
@@ -369,10 +372,13 @@ class TransactionCoordinator:
         current = (md.producer_id, md.producer_epoch)
         if md.producer_id != producer_id and not retry_on_overflow:
             return ErrorCode.invalid_producer_id_mapping, *none
-        if not valid_epoch:
-            return ErrorCode.producer_fenced, *none
+        # KAFKA-18464 (Kafka 4.0): a pending transition answers CONCURRENT_TRANSACTIONS before
+        # the epoch check, so an empty abort right after a commit whose markers are still being
+        # written retries instead of fencing its own producer with the bumped epoch.
         if md.pending_transition_in_progress and not fencing:
             return ErrorCode.concurrent_transactions, *none
+        if not valid_epoch:
+            return ErrorCode.producer_fenced, *none
         state = md.state
         next_state: TransactionState | None = None
         no_partition_added = True

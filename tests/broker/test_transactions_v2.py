@@ -5,12 +5,14 @@ markers and with the forensic transition rules."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.coordinator_log import append, build_batch
+from kafkatx.broker.faults import DelayMarker
 from kafkatx.broker.server import Broker
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
 from kafkatx.formats.transaction_log import (
@@ -152,3 +154,50 @@ def test_transaction_version_1_verifies_partitions_without_bumping(tmp_path: Pat
         assert {v.version for v in values} == {1}
         assert {v.client_transaction_version for v in values} == {0}
     run_broker(tmp_path / "ld", body, transaction_version=1)
+
+
+def test_pending_transition_answers_concurrent_transactions_before_the_epoch_check(
+        tmp_path: Path) -> None:
+    """KAFKA-18464 (``TransactionCoordinator#endTransaction``, Kafka 4.0): while the markers of a
+    commit are still being written (PrepareCommit with CompleteCommit pending), the client's
+    empty abort at the epoch the commit returned is CONCURRENT_TRANSACTIONS, retried once the
+    commit completes, where the old order (epoch first) fenced the producer itself. The
+    transactions v0/v1 path keeps the epoch check first (``endTransactionWithTV1``)."""
+    async def body(b: Broker) -> None:
+        create_topic(b, "pay")
+        _, pid, _ = _init(b)
+        assert _add(b, pid, 0, ("pay", 0)) == NONE
+        produce(b, "pay", 0, [b"a"], pid=pid, epoch=0, seq=0, txn=True)
+        assert _end(b, pid, 0, commit=True) == (NONE, pid, 1)
+        md = b.transactions.cache[TID]
+        assert (md.state, md.pending_state) == (TransactionState.PREPARE_COMMIT,
+                                                TransactionState.COMPLETE_COMMIT)
+        assert _end(b, pid, 1, commit=False)[0] == ErrorCode.concurrent_transactions
+        assert _end(b, pid, 7, commit=False)[0] == ErrorCode.concurrent_transactions
+        assert _end(b, pid + 1, 1, commit=False)[0] == ErrorCode.invalid_producer_id_mapping
+        while md.pending_state is not None:  # the delayed marker, then CompleteCommit
+            await asyncio.sleep(0.05)
+        assert _end(b, pid, 1, commit=False) == (NONE, pid, 2)
+        assert _end(b, pid, 0, commit=False)[0] == ErrorCode.producer_fenced
+        _valid_history(b)
+    run_broker(tmp_path / "ld", body, transaction_version=2,
+               faults=(DelayMarker(topic="pay", partition=0, delay_ms=300),))
+
+
+def test_transactions_v1_end_txn_checks_the_epoch_before_a_pending_transition(
+        tmp_path: Path) -> None:
+    """``endTransactionWithTV1`` (KAFKA-18464 left it alone): PRODUCER_FENCED for a wrong epoch
+    even while a transition is pending, CONCURRENT_TRANSACTIONS at the right one."""
+    async def body(b: Broker) -> None:
+        create_topic(b, "pay")
+        _, pid, _ = _init(b)
+        tc = b.transactions
+        assert tc.handle_add_partitions(TID, pid, 0, [("pay", 0)]) == NONE
+        produce(b, "pay", 0, [b"a"], pid=pid, epoch=0, seq=0, txn=True)
+        assert tc.handle_end_transaction(TID, pid, 0, True)[0] == NONE
+        assert tc.cache[TID].pending_state is TransactionState.COMPLETE_COMMIT
+        assert tc.handle_end_transaction(TID, pid, 1, False)[0] == ErrorCode.producer_fenced
+        assert tc.handle_end_transaction(TID, pid, 0, False)[0] == \
+            ErrorCode.concurrent_transactions
+    run_broker(tmp_path / "ld", body,
+               faults=(DelayMarker(topic="pay", partition=0, delay_ms=300),))
