@@ -5,12 +5,12 @@ member paths and KIP-394's MEMBER_ID_REQUIRED, ``prepareRebalance`` with ``Initi
 and ``DelayedJoin``, ``onCompleteJoin``, ``handleSyncGroup``, pending-sync expiration,
 ``handleHeartbeat``, heartbeat and pending-member expiration, ``handleLeaveGroup``,
 ``handleCommitOffsets`` / ``handleTxnCommitOffsets`` / ``validateOffsetCommit``,
-``handleFetchOffsets``, ``handleListGroups``, ``handleDescribeGroup``,
-``handleDeleteGroups``) and ``GroupMetadataManager`` (``storeGroup``: a GroupMetadataValue v3
+``handleFetchOffsets``, ``handleListGroups``, ``handleDescribeGroup``, ``handleDeleteGroups``,
+``handleDeleteOffsets``) and ``GroupMetadataManager`` (``storeGroup``: a GroupMetadataValue v3
 record, ``storeOffsets``: OffsetCommitValue v3 records in one batch, transactional with the
 producer's id and epoch and base sequence 0; ``getOffsets`` with ``requireStable``;
 ``doLoadGroupsAndOffsets``; ``scheduleHandleTxnCompletion``; ``cleanupGroupMetadata``:
-tombstones for a deleted group's offsets and metadata). Records go to
+tombstones for deleted offsets and a deleted group's metadata). Records go to
 ``__consumer_offsets-<partitionFor(group)>``.
 """
 
@@ -735,31 +735,65 @@ class GroupCoordinator:
                 out[group_id] = ErrorCode.none
         return out
 
-    def _cleanup_group_metadata(self, group: GroupMetadata) -> None:
-        """``cleanupGroupMetadata`` with ``removeAllOffsets`` for a group now Dead: one batch of
-        tombstones, the offsets' and (unless the group only stored offsets, generation 0) the
-        group's; a failed append is only logged, as in Kafka."""
-        removed = sorted(group.offsets)
-        for tp in removed:
-            for pending in group.pending_txn_offsets.values():
-                pending.pop(tp, None)
-        group.offsets.clear()
-        del self.groups[group.group_id]
+    def handle_delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+                              ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """``handleDeleteOffsets``: (group error, partition errors; empty with a group error).
+        An Empty group loses the offsets of every partition asked for; a "consumer" group with
+        members keeps those of topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC) and loses
+        the others; any other group with members is NON_EMPTY_GROUP; an unknown or Dead group
+        GROUP_ID_NOT_FOUND. The removed offsets get tombstones (``cleanupGroupMetadata``)."""
+        error = self._invalid_group_id(group_id, empty_ok=False)
+        if error is not None:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_state(G.DEAD):
+            return ErrorCode.group_id_not_found, {}
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if group.is_state(G.EMPTY):
+            eligible = list(partitions)
+        elif group.is_consumer_group:
+            eligible = [tp for tp in partitions if not group.is_subscribed_to_topic(tp[0])]
+            errors = {tp: ErrorCode.group_subscribed_to_topic for tp in partitions
+                      if group.is_subscribed_to_topic(tp[0])}
+        else:
+            return ErrorCode.non_empty_group, {}
+        if eligible:
+            removed = self._cleanup_group_metadata(group, eligible)
+            errors.update(dict.fromkeys(eligible, ErrorCode.none))
+            self.broker.log(f"group {group_id}: offsets of {len(eligible)} partitions deleted "
+                            f"({removed} offsets removed)")
+        return ErrorCode.none, errors
+
+    def _cleanup_group_metadata(self, group: GroupMetadata,
+                                partitions: list[TopicPartition] | None = None) -> int:
+        """``cleanupGroupMetadata`` with ``removeOffsets(partitions)`` (``removeAllOffsets`` for
+        None): an Empty group left without offsets becomes Dead and leaves the cache; one batch of
+        tombstones, the removed offsets' and, for a Dead group (unless it only stored offsets,
+        generation 0), the group's; a failed append is only logged, as in Kafka. Returns how
+        many offsets were removed."""
+        removed = sorted(group.remove_offsets(partitions))
+        if group.is_state(G.EMPTY) and not group.has_offsets:
+            group.transition_to(G.DEAD, self.broker.now_ms())
+        dead = group.is_state(G.DEAD)
         tombstones: list[KeyValue] = [
             (build_key(OffsetCommitKey(group=group.group_id, topic=t, partition=p)), None)
             for t, p in removed]
-        if group.generation_id > 0:
-            tombstones.append((build_key(GroupMetadataKey(group=group.group_id)), None))
+        if dead and self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+            if group.generation_id > 0:
+                tombstones.append((build_key(GroupMetadataKey(group=group.group_id)), None))
         if not tombstones:
-            return
+            return len(removed)
         now = self.broker.now_ms()
         try:
             append(self.broker.logs, GROUP_METADATA_TOPIC, self.partition_for(group.group_id),
                    build_batch(tombstones, now), now)
         except CoordinatorAppendError as exc:
             self.broker.warn(f"group {group.group_id}: writing tombstones failed: {exc}")
-            return
-        self.broker.log(f"group {group.group_id} deleted ({len(removed)} offsets removed)")
+            return len(removed)
+        if dead:
+            self.broker.log(f"group {group.group_id} deleted ({len(removed)} offsets removed)")
+        return len(removed)
 
     # -- loading --------------------------------------------------------------------------------
 

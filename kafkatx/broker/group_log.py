@@ -156,4 +156,5 @@ def _group(name: str, value: GroupMetadataValue | None, now_ms: int) -> GroupMet
             value.effective_rebalance_timeout_ms(m), m.session_timeout_ms, value.protocol_type,
             [(value.protocol or "", m.subscription)], m.assignment))
     group.leader_id = value.leader
+    group.subscribed_topics = group.compute_subscribed_topics()
     return group

@@ -17,9 +17,13 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
+from kafkatx.errors import FormatError
+from kafkatx.formats.consumer_protocol import subscription_topics
+
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
 NO_GENERATION = -1
 TopicPartition = tuple[str, int]
+CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 
 
 class GroupState(enum.Enum):
@@ -166,6 +170,8 @@ class GroupMetadata:
     offsets: dict[TopicPartition, CommitRecord] = field(default_factory=dict)
     pending_txn_offsets: dict[int, dict[TopicPartition, CommitRecord]] = field(
         default_factory=dict)
+    # GroupMetadata#subscribedTopics: set at each generation (None: not known, or not "consumer")
+    subscribed_topics: frozenset[str] | None = None
     new_member_added: bool = False
     join_timer: asyncio.TimerHandle | None = None
     join_is_initial: bool = False
@@ -313,11 +319,38 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(G.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(G.EMPTY, now_ms)
         self.pending_sync_members.clear()
+
+    @property
+    def is_consumer_group(self) -> bool:
+        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """``computeSubscribedTopics``: the union of the members' subscriptions (read with the
+        v0 prefix every version shares) for a "consumer" group with a protocol, the empty set
+        for one without members, None when it is not known (another protocol type, metadata
+        that does not parse)."""
+        if not self.is_consumer_group:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        try:
+            return frozenset(topic for m in self.members.values()
+                             for topic in subscription_topics(m.metadata(self.protocol_name)))
+        except FormatError:
+            return None
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """``isSubscribedToTopic``: when the subscriptions are not known, assume it is."""
+        return self.subscribed_topics is None or topic in self.subscribed_topics
 
     def current_member_metadata(self) -> tuple[tuple[str, str | None, bytes], ...]:
         assert self.protocol_name is not None
@@ -325,6 +358,24 @@ class GroupMetadata:
                      for m in self.members.values())
 
     # -- offsets --------------------------------------------------------------------------------
+
+    @property
+    def has_offsets(self) -> bool:
+        """``hasOffsets``: committed or pending (only transactional commits are ever pending)."""
+        return bool(self.offsets) or any(self.pending_txn_offsets.values())
+
+    def remove_offsets(self, partitions: list[TopicPartition] | None = None
+                       ) -> list[TopicPartition]:
+        """``removeOffsets`` (``removeAllOffsets`` for None): pending transactional commits of
+        those partitions are dropped too; returns the partitions that had a committed offset."""
+        wanted = list(self.offsets) if partitions is None else partitions
+        removed = []
+        for tp in wanted:
+            for pending in self.pending_txn_offsets.values():
+                pending.pop(tp, None)
+            if self.offsets.pop(tp, None) is not None:
+                removed.append(tp)
+        return removed
 
     def has_pending_offset_commits(self, tp: TopicPartition) -> bool:
         """``hasPendingOffsetCommitsForTopicPartition`` (commits are written synchronously, so

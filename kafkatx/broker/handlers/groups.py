@@ -1,5 +1,6 @@
 """Classic consumer groups: JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
-DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42).
+DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42),
+OffsetDelete (47).
 
 Mirrors ``KafkaApis#handleJoinGroupRequest`` (v0's rebalance timeout is its session timeout,
 v4+ requires a known member id, the client host as ``/address``),
@@ -8,8 +9,8 @@ carry one member, whose error becomes the top-level one), ``handleOffsetCommitRe
 (unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; v2-v4's retention time gives an expire
 timestamp), ``handleOffsetFetchRequest`` (v0-v7 one group, v8 a batch; a null topic list means
 every partition with an offset; ``require_stable`` from v7), ``handleDescribeGroupsRequest``,
-``handleListGroupsRequest`` and ``handleDeleteGroupsRequest``. Advertised ranges are Kafka 3.0's
-(within what kio models).
+``handleListGroupsRequest``, ``handleDeleteGroupsRequest`` and ``handleOffsetDeleteRequest``.
+Advertised ranges are Kafka 3.0's (within what kio models).
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
+from kafkatx.broker.acl_operations import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    GROUP_AUTHORIZED_OPERATIONS,
+)
 from kafkatx.broker.groups import GroupState, OffsetAndMetadata
 from kafkatx.broker.handlers import api
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 DEFAULT_RETENTION_MS = -1  # OffsetCommitRequest.DEFAULT_RETENTION_TIME
 
 
@@ -185,6 +189,10 @@ async def handle_list_groups(broker: Broker, ctx: RequestContext, request: Any) 
 
 @api(15, 0, 5)
 async def handle_describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis#handleDescribeGroupsRequest``: from v3, a group described without error
+    carries its authorized operations when asked (every one: no authorizer)."""
+    ops = (GROUP_AUTHORIZED_OPERATIONS if getattr(request, "include_authorized_operations", False)
+           else AUTHORIZED_OPERATIONS_OMITTED)
     described = []
     for group_id in request.groups:
         error, group = broker.groups.describe_group(group_id)
@@ -206,7 +214,8 @@ async def handle_describe_groups(broker: Broker, ctx: RequestContext, request: A
         described.append(protocol.make(
             ctx.resp.DescribedGroup, error_code=error, group_id=group_id, group_state=state,
             protocol_type=protocol_type, protocol_data=protocol_name, members=tuple(members),
-            authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            authorized_operations=ops if error == ErrorCode.none
+            else AUTHORIZED_OPERATIONS_OMITTED))
     return protocol.make(ctx.response_cls, groups=tuple(described))
 
 
@@ -218,3 +227,31 @@ async def handle_delete_groups(broker: Broker, ctx: RequestContext, request: Any
     return protocol.make(ctx.response_cls, results=tuple(
         protocol.make(ctx.resp.DeletableGroupResult, group_id=g, error_code=errors[g])
         for g in group_ids))
+
+
+@api(47, 0, 0)
+async def handle_offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis#handleOffsetDeleteRequest``: partitions of topics or partitions the metadata
+    does not have are UNKNOWN_TOPIC_OR_PARTITION (listed first, as Kafka's response builder adds
+    them before merging the coordinator's answer); a group error is the top-level error with no
+    topics (``OffsetDeleteRequest#getErrorResponse``)."""
+    answers: dict[str, dict[int, ErrorCode]] = {}
+    valid: list[tuple[str, int]] = []
+    for topic in request.topics:
+        known = broker.logs.topics.get(topic.name)
+        for p in topic.partitions:
+            if known is None or not 0 <= p.partition_index < known.num_partitions:
+                answers.setdefault(topic.name, {})[p.partition_index] = \
+                    ErrorCode.unknown_topic_or_partition
+            else:
+                valid.append((topic.name, p.partition_index))
+    error, errors = broker.groups.handle_delete_offsets(request.group_id, valid)
+    if error != ErrorCode.none:
+        return protocol.make(ctx.response_cls, error_code=error, topics=())
+    for (topic, partition), partition_error in errors.items():
+        answers.setdefault(topic, {})[partition] = partition_error
+    return protocol.make(ctx.response_cls, error_code=ErrorCode.none, topics=tuple(
+        protocol.make(ctx.resp.OffsetDeleteResponseTopic, name=name, partitions=tuple(
+            protocol.make(ctx.resp.OffsetDeleteResponsePartition, partition_index=index,
+                          error_code=code) for index, code in parts.items()))
+        for name, parts in answers.items()))

@@ -1,11 +1,18 @@
-"""Metadata (key 3): this node, every topic with stable topic ids, auto-creation.
+"""Metadata (key 3) and DescribeCluster (key 60): this node, every topic with stable topic ids,
+auto-creation, authorized operations.
 
 Mirrors ``KafkaApis#handleTopicMetadataRequest`` / ``MetadataCache``: v0 asks for all topics with
 an empty list, v1+ with null; v4+ carries ``allow_auto_topic_creation`` (earlier versions always
 allow it); an unknown topic is created when the broker and the request allow it
 (``auto.create.topics.enable``, ``num.partitions``), else UNKNOWN_TOPIC_OR_PARTITION, and an
 illegal name is INVALID_TOPIC_EXCEPTION. Unlike Kafka, which answers LEADER_NOT_AVAILABLE while
-an auto-created topic is being set up, the topic is created before answering.
+an auto-created topic is being set up, the topic is created before answering. Authorized
+operations (``AuthHelper#authorizedOperations`` without an authorizer: every supported operation)
+are filled in when asked: a topic's from v8 (``include_topic_authorized_operations``, every topic
+looked up by name), the cluster's only in v8-v10 (``include_cluster_authorized_operations``;
+v11 dropped the field, clients ask DescribeCluster instead); otherwise the schema default
+``Integer.MIN_VALUE``. DescribeCluster follows ``AuthHelper#computeDescribeClusterResponse``:
+this node as the only broker and the controller, the endpoint type checked (v1, KIP-919).
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
+from kafkatx.broker.acl_operations import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_AUTHORIZED_OPERATIONS,
+    TOPIC_AUTHORIZED_OPERATIONS,
+)
 from kafkatx.broker.config import LEADER_EPOCH
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
@@ -22,7 +34,7 @@ from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, valid
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # EndpointType ids
 
 
 def broker_entries(broker: Broker, ctx: RequestContext) -> tuple[Any, ...]:
@@ -30,7 +42,8 @@ def broker_entries(broker: Broker, ctx: RequestContext) -> tuple[Any, ...]:
                           host=broker.advertised_host, port=broker.port, rack=None),)
 
 
-def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic) -> Any:
+def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic,
+                authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
     node = broker.config.node_id
     partitions = tuple(
         protocol.make(ctx.resp.MetadataResponsePartition, error_code=ErrorCode.none,
@@ -40,21 +53,28 @@ def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic) -> Any:
     return protocol.make(ctx.resp.MetadataResponseTopic, error_code=ErrorCode.none,
                          name=topic.name, topic_id=topic.topic_id,
                          is_internal=topic.is_internal, partitions=partitions,
-                         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                         topic_authorized_operations=authorized_operations)
 
 
-def _error_topic(ctx: RequestContext, name: str | None, error: ErrorCode) -> Any:
+def _error_topic(ctx: RequestContext, name: str | None, error: ErrorCode,
+                 authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
     return protocol.make(ctx.resp.MetadataResponseTopic, error_code=error, name=name,
                          is_internal=False, partitions=(),
-                         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                         topic_authorized_operations=authorized_operations)
 
 
 @api(3, 0, 11)
 async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     logs = broker.logs
     requested = request.topics
+    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
+                 if getattr(request, "include_topic_authorized_operations", False)
+                 else AUTHORIZED_OPERATIONS_OMITTED)
+    cluster_ops = (CLUSTER_AUTHORIZED_OPERATIONS
+                   if getattr(request, "include_cluster_authorized_operations", False)
+                   else AUTHORIZED_OPERATIONS_OMITTED)
     if requested is None or (ctx.api_version == 0 and not requested):
-        entries = [topic_entry(broker, ctx, t) for t in logs.topics.values()]
+        entries = [topic_entry(broker, ctx, t, topic_ops) for t in logs.topics.values()]
     else:
         allow_create = getattr(request, "allow_auto_topic_creation", True)
         by_id = {t.topic_id: t for t in logs.topics.values()}
@@ -63,27 +83,54 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
             name = wanted.name
             if name is None and getattr(wanted, "topic_id", None) is not None:
                 topic = by_id.get(wanted.topic_id)
-                entries.append(topic_entry(broker, ctx, topic) if topic else
+                entries.append(topic_entry(broker, ctx, topic, topic_ops) if topic else
                                _error_topic(ctx, None, ErrorCode.unknown_topic_id))
                 continue
             topic = logs.topics.get(name)
             if topic is not None:
-                entries.append(topic_entry(broker, ctx, topic))
+                entries.append(topic_entry(broker, ctx, topic, topic_ops))
             elif validate_topic_name(name) is not None:
-                entries.append(_error_topic(ctx, name, ErrorCode.invalid_topic_exception))
+                entries.append(_error_topic(ctx, name, ErrorCode.invalid_topic_exception,
+                                            topic_ops))
             elif (allow_create and broker.config.auto_create_topics
                   and name not in INTERNAL_TOPICS):
                 try:
                     topic = logs.create_topic(name, broker.config.num_partitions)
                 except TopicError as exc:
                     broker.warn(f"auto-creating topic {name} failed: {exc.message}")
-                    entries.append(_error_topic(ctx, name, ErrorCode.unknown_topic_or_partition))
+                    entries.append(_error_topic(ctx, name, ErrorCode.unknown_topic_or_partition,
+                                                topic_ops))
                     continue
                 broker.log(f"auto-created topic {name} with {len(topic.partitions)} partitions")
-                entries.append(topic_entry(broker, ctx, topic))
+                entries.append(topic_entry(broker, ctx, topic, topic_ops))
             else:
-                entries.append(_error_topic(ctx, name, ErrorCode.unknown_topic_or_partition))
+                entries.append(_error_topic(ctx, name, ErrorCode.unknown_topic_or_partition,
+                                            topic_ops))
     return protocol.make(
         ctx.response_cls, brokers=broker_entries(broker, ctx), cluster_id=logs.cluster_id,
         controller_id=broker.config.node_id, topics=tuple(entries),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+        cluster_authorized_operations=cluster_ops)
+
+
+@api(60, 0, 1)
+async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    endpoint = getattr(request, "endpoint_type", BROKER_ENDPOINT)
+    if endpoint not in (BROKER_ENDPOINT, CONTROLLER_ENDPOINT):
+        return protocol.make(
+            ctx.response_cls, error_code=ErrorCode.invalid_request if ctx.api_version == 0
+            else ErrorCode.unsupported_endpoint_type,
+            error_message=f"Unsupported endpoint type {endpoint}", cluster_id="", brokers=())
+    if endpoint != BROKER_ENDPOINT:
+        return protocol.make(
+            ctx.response_cls, error_code=ErrorCode.invalid_request if ctx.api_version == 0
+            else ErrorCode.mismatched_endpoint_type,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted an "
+                          "endpoint of type CONTROLLER", cluster_id="", brokers=())
+    brokers = (protocol.make(ctx.resp.DescribeClusterBroker, broker_id=broker.config.node_id,
+                             host=broker.advertised_host, port=broker.port, rack=None),)
+    return protocol.make(
+        ctx.response_cls, error_code=ErrorCode.none, error_message=None,
+        endpoint_type=BROKER_ENDPOINT, cluster_id=broker.logs.cluster_id,
+        controller_id=broker.config.node_id, brokers=brokers,
+        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)
