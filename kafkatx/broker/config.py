@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +59,8 @@ class ConfigDef:
 
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 
-# Kafka 3.0's topic configs with their defaults (LogConfig / ServerLogConfigs); the broker only
-# acts on segment.bytes, max.message.bytes and message.timestamp.type, the rest is reported.
+# Kafka 3.0's topic configs with their defaults (LogConfig / ServerLogConfigs); what the broker
+# acts on is listed in the README, the rest is validated (config_validation), kept and reported.
 TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(name="cleanup.policy", default="delete", config_type=LIST,
               broker_synonym="log.cleanup.policy"),
@@ -110,28 +110,15 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
               broker_synonym="log.roll.ms"),
     ConfigDef(name="unclean.leader.election.enable", default="false", config_type=BOOLEAN,
               broker_synonym="unclean.leader.election.enable"),
+    # Replication throttles (LIST, no broker synonym); validated, kept, not acted on.
+    ConfigDef(name="leader.replication.throttled.replicas", default="", config_type=LIST),
+    ConfigDef(name="follower.replication.throttled.replicas", default="", config_type=LIST),
 )
 TOPIC_CONFIG_BY_NAME: Mapping[str, ConfigDef] = {c.name: c for c in TOPIC_CONFIGS}
 
-TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
-
-def validate_topic_config(name: str, value: str | None) -> str | None:
-    """An error message when Kafka would refuse this topic config (``LogConfig.validate``)."""
-    definition = TOPIC_CONFIG_BY_NAME.get(name)
-    if definition is None:
-        return f"Unknown topic config name: {name}"
-    if value is None:
-        return f"Null value not supported for topic configs: {name}"
-    if definition.config_type in (INT, LONG):
-        try:
-            int(value)
-        except ValueError:
-            return f"Invalid value {value} for configuration {name}: Not a number of type " \
-                   f"{'INT' if definition.config_type == INT else 'LONG'}"
-    if name == "message.timestamp.type" and value not in TIMESTAMP_TYPES:
-        return f"Invalid value {value} for configuration {name}: String must be one of: " \
-               + ", ".join(TIMESTAMP_TYPES)
-    if name == "segment.bytes" and int(value) < 14:
-        return f"Invalid value {value} for configuration segment.bytes: Value must be at least 14"
-    return None
+# Topic configs whose broker-wide value a ``kafkatx serve`` option sets (a static broker config).
+SERVE_OPTION_TOPIC_DEFAULTS: Mapping[str, Callable[[BrokerConfig], int]] = {
+    "segment.bytes": lambda c: c.segment_bytes,
+    "segment.ms": lambda c: c.segment_ms,
+}

@@ -21,11 +21,8 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.config import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    LEADER_EPOCH,
-    BrokerConfig,
-)
+from kafkatx.broker.config import LEADER_EPOCH, BrokerConfig
+from kafkatx.broker.dynamic_config import DynamicBrokerConfigs, topic_config_value
 from kafkatx.broker.files import atomic_write, create_if_missing
 from kafkatx.broker.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (
@@ -140,6 +137,9 @@ class LogManager:
         self.previous_shutdown_clean = True
         self.broker_epoch = 0
         self.load_problems: list[str] = []
+        # Broker configs set with (Incremental)AlterConfigs, kept in memory (a restart forgets
+        # them, as it forgets topic overrides: there is no metadata log yet).
+        self.dynamic_configs = DynamicBrokerConfigs()
 
     # -- start -------------------------------------------------------------------------------
 
@@ -230,16 +230,33 @@ class LogManager:
 
     # -- topics ------------------------------------------------------------------------------
 
+    def topic_config(self, name: str, overrides: Mapping[str, str]) -> str | None:
+        """The value of topic config ``name`` a topic with ``overrides`` acts on: its override,
+        the broker's dynamic configs, a serve option, Kafka's default (``LogConfig.fromProps``)."""
+        return topic_config_value(name, overrides, self.dynamic_configs, self.config)
+
     def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
+        def value(name: str) -> str:
+            return self.topic_config(name, overrides) or ""
+
+        policies = {policy.strip().lower() for policy in value("cleanup.policy").split(",")}
         return LogConfig(
-            segment_bytes=int(overrides.get("segment.bytes", self.config.segment_bytes)),
-            segment_ms=int(overrides.get("segment.ms", self.config.segment_ms)),
-            max_message_bytes=int(overrides.get("max.message.bytes",
-                                                DEFAULT_MAX_MESSAGE_BYTES)),
-            log_append_time=overrides.get("message.timestamp.type") == "LogAppendTime",
-            delete="delete" in (policy.strip().lower() for policy in
-                                overrides.get("cleanup.policy", "delete").split(",")),
+            segment_bytes=int(value("segment.bytes")),
+            segment_ms=int(value("segment.ms")),
+            max_message_bytes=int(value("max.message.bytes")),
+            log_append_time=value("message.timestamp.type") == "LogAppendTime",
+            delete="delete" in policies,
+            compact="compact" in policies,
+            message_downconversion=value("message.downconversion.enable") == "true",
         )
+
+    def reconfigure(self, topic: Topic | None = None) -> None:
+        """``LogManager#updateTopicConfig`` (one topic) / ``#reconfigureDefaultLogConfig`` (all,
+        after a broker-level change): each log acts on the new values from its next append."""
+        for t in [topic] if topic is not None else list(self.topics.values()):
+            config = self.log_config(t.configs)
+            for log in t.logs.values():
+                log.update_config(config)
 
     def _new_log(self, topic: Topic, partition: int, path: Path) -> PartitionLog:
         return PartitionLog(topic.name, partition, path, self.log_config(topic.configs),

@@ -94,12 +94,18 @@ class LogLoadError(KafkatxError):
 
 
 class AppendError(Exception):
-    """An append the leader refuses, with the Kafka error code its exception maps to."""
+    """An append the leader refuses, with the Kafka error code its exception maps to;
+    ``record_errors`` (batch index, message) for a ``RecordValidationException``, which Kafka
+    answers with the partition's log start offset (``ReplicaManager#appendToLocalLog``)."""
 
-    def __init__(self, error: ErrorCode, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str, *,
+                 record_errors: tuple[tuple[int, str | None], ...] = (),
+                 log_start_offset: int = -1) -> None:
         super().__init__(message)
         self.error = error
         self.message = message
+        self.record_errors = record_errors
+        self.log_start_offset = log_start_offset
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +117,8 @@ class LogConfig:
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
     delete: bool = True  # cleanup.policy includes "delete" (LogConfig#delete)
+    compact: bool = False  # cleanup.policy includes "compact" (LogConfig#compact)
+    message_downconversion: bool = True  # message.downconversion.enable
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,6 +216,11 @@ class PartitionLog:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    def update_config(self, config: LogConfig) -> None:
+        """``UnifiedLog#updateConfig``: the next append rolls, sizes and validates by it."""
+        self.config = config
+        self.writer.segment_bytes = config.segment_bytes
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -501,6 +514,32 @@ class PartitionLog:
             raise AppendError(ErrorCode.invalid_record,
                               f"Invalid sequence number {h.base_sequence} in record batch with "
                               f"producerId {h.producer_id} in topic partition {self.name}")
+        if self.config.compact:
+            self._validate_keys(records)
+
+    def _validate_keys(self, records: bytes) -> None:
+        """``LogValidator#validateKey`` + ``#processRecordErrors`` for a compacted topic: every
+        record needs a key; the batch is refused with INVALID_RECORD and one ``RecordError`` per
+        keyless record (its index in the batch). Kafka 3.5+ wording (3.0-3.4 ended the message
+        with a period)."""
+        try:
+            keyless = tuple(i for i, record in enumerate(iter_records(records, 0,
+                                                                      parse_header(records, 0)))
+                            if record.key is None)
+        except FormatError as exc:
+            raise AppendError(ErrorCode.corrupt_message,
+                              f"Record is corrupt in topic partition {self.name}: {exc}") from None
+        if not keyless:
+            return
+        message = ("Compacted topic cannot accept message without key in topic partition "
+                   f"{self.name}")
+        errors = tuple((i, message) for i in keyless)
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        raise AppendError(ErrorCode.invalid_record,
+                          f"One or more records have been rejected due to {len(errors)} record "
+                          f"errors in total, and only showing the first three errors at most: "
+                          f"[{shown}]", record_errors=errors,
+                          log_start_offset=self.log_start_offset)
 
     def _maybe_roll(self, size: int, max_timestamp: int, now_ms: int) -> None:
         """``UnifiedLog#maybeRoll`` / ``LogSegment#shouldRoll``: a segment that would outgrow

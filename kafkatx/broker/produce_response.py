@@ -27,7 +27,8 @@ _FIRST_FLEXIBLE = 9
 @dataclass(frozen=True, slots=True)
 class PartitionResult:
     """One ``PartitionProduceResponse``: -1 for a log append time or log start offset that is
-    not known, ``error_message`` None when there is none."""
+    not known, ``error_message`` None when there is none, ``record_errors`` the
+    (batch index, message) of each record Kafka's ``LogValidator`` refused."""
 
     index: int
     error_code: int
@@ -35,6 +36,7 @@ class PartitionResult:
     log_append_time: int
     log_start_offset: int
     error_message: str | None
+    record_errors: tuple[tuple[int, str | None], ...] = ()
 
 
 def _uvarint(out: bytearray, value: int) -> None:
@@ -72,7 +74,7 @@ def _nullable_string(out: bytearray, value: str | None, flexible: bool) -> None:
 
 def encode_produce_response(
         version: int, topics: Sequence[tuple[str, Sequence[PartitionResult]]]) -> bytearray:
-    """The body of a ``ProduceResponse`` of ``version`` (throttle time 0, no record errors)."""
+    """The body of a ``ProduceResponse`` of ``version`` (throttle time 0)."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         raise ValueError(f"Produce response v{version} is not written here")
     flexible = version >= _FIRST_FLEXIBLE
@@ -86,7 +88,12 @@ def encode_produce_response(
             if version >= 5:
                 out += _I64.pack(p.log_start_offset)
             if version >= 8:
-                _length(out, 0, flexible)  # RecordErrors
+                _length(out, len(p.record_errors), flexible)
+                for batch_index, message in p.record_errors:
+                    out += _I32.pack(batch_index)
+                    _nullable_string(out, message, flexible)
+                    if flexible:
+                        out.append(0)
                 _nullable_string(out, p.error_message, flexible)
             if flexible:
                 out.append(0)  # no tagged fields

@@ -87,7 +87,11 @@ def produce_results() -> list[tuple[str, list[PartitionResult]]]:
                                     "Record is corrupt (stored crc = 1) in topic partition")]),
         ("t" * 200, []),
         ("audit", [PartitionResult(1, ErrorCode.invalid_required_acks.value, -1, -1, -1,
-                                   None)]),
+                                   None),
+                   PartitionResult(3, ErrorCode.invalid_record.value, -1, -1, 12,
+                                   "One or more records have been rejected",
+                                   ((0, "Compacted topic cannot accept message without key"),
+                                    (2, None)))]),
     ]
 
 
@@ -99,7 +103,10 @@ def kio_produce_response(version: int, topics: list[tuple[str, list[PartitionRes
             protocol.make(mod.PartitionProduceResponse, index=p.index,
                           error_code=ErrorCode(p.error_code), base_offset=p.base_offset,
                           log_append_time=protocol.ms_to_datetime(p.log_append_time),
-                          log_start_offset=p.log_start_offset, record_errors=(),
+                          log_start_offset=p.log_start_offset, record_errors=tuple(
+                              protocol.make(mod.BatchIndexAndErrorMessage, batch_index=i,
+                                            batch_index_error_message=m)
+                              for i, m in p.record_errors) if version >= 8 else (),
                           error_message=p.error_message)
             for p in parts))
         for name, parts in topics))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from kio.schema.errors import ErrorCode
 
 from kafkatx.formats.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from kafkatx.formats.record_batch import Record, build_batch
 from tests.broker.kafkatx_cli import lso_rows
 from tests.broker.logdir_checks import verify_clean
 from tests.broker.serve_process import ServeProcess
@@ -54,7 +55,10 @@ def test_delete_records_answers_and_errors(serve: Serve) -> None:
         assert create_topic(c, "cmp", 1, {"cleanup.policy": "compact"}).error_code == E.none
         for topic, partition in (("dr", 0), ("dr", 1), ("cmp", 0)):
             for _ in range(3):
-                part = entity(0, 9, "PartitionProduceData", index=partition, records=batch(4))
+                # A compacted topic only takes records with keys (LogValidator#validateKey).
+                records = batch(4) if topic == "dr" else build_batch(
+                    [Record(offset=i, timestamp=T0, key=b"k%d" % i, value=b"v") for i in range(4)])
+                part = entity(0, 9, "PartitionProduceData", index=partition, records=records)
                 data = entity(0, 9, "TopicProduceData", name=topic, partition_data=(part,))
                 resp = c.call(request(0, 9, acks=-1, timeout=datetime.timedelta(seconds=5),
                                       topic_data=(data,)))

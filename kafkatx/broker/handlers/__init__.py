@@ -23,6 +23,7 @@ HANDLER_MODULES = (
     "kafkatx.broker.handlers.api_versions",
     "kafkatx.broker.handlers.metadata",
     "kafkatx.broker.handlers.topics",
+    "kafkatx.broker.handlers.configs",
     "kafkatx.broker.handlers.replicas",
     "kafkatx.broker.handlers.produce",
     "kafkatx.broker.handlers.fetch",

@@ -81,6 +81,8 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
         partitions = []
         for part in topic.partition_data:
             error, message, result = ErrorCode.none, None, None
+            record_errors: tuple[tuple[int, str | None], ...] = ()
+            log_start = -1
             log = broker.logs.get(topic.name, part.index)
             if acks not in (-1, 0, 1):
                 error, message = ErrorCode.invalid_required_acks, None
@@ -102,9 +104,12 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                     appended = appended or not result.duplicate
                 except (RecordsRefused, AppendError) as exc:
                     error, message = exc.error, exc.message
+                    if isinstance(exc, AppendError):
+                        record_errors, log_start = exc.record_errors, exc.log_start_offset
             if error != ErrorCode.none:
                 failures.append(f"{topic.name}-{part.index}: {error.name}: {message}")
-            partitions.append(_partition_result(part.index, error, message, result))
+            partitions.append(_partition_result(part.index, error, message, result,
+                                                record_errors, log_start))
         responses.append((topic.name, partitions))
     if appended:
         broker.notify_append()
@@ -119,9 +124,12 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
 
 
 def _partition_result(index: int, error: ErrorCode, message: str | None,
-                      result: AppendResult | None) -> PartitionResult:
+                      result: AppendResult | None,
+                      record_errors: tuple[tuple[int, str | None], ...] = (),
+                      log_start_offset: int = -1) -> PartitionResult:
     if result is None:
-        return PartitionResult(index, error.value, -1, -1, -1, message)
+        return PartitionResult(index, error.value, -1, -1, log_start_offset, message,
+                               record_errors)
     return PartitionResult(index, error.value, result.first_offset,
                            max(result.log_append_time, -1),  # kio writes -1 for any negative
                            result.log_start_offset, None)

@@ -4,14 +4,16 @@ Mirrors the single-node outcome of ``ControllerApis#createTopics`` /
 ``ReplicationControlManager#createTopic`` (name, partition count, replication factor, manual
 assignment and config validation, TOPIC_ALREADY_EXISTS, collisions between '.' and '_'),
 ``ReplicationControlManager#deleteTopic``, ``ConfigHelper#describeConfigs`` (value, source,
-synonyms, type, documentation per version) and ``ControllerApis#createPartitions`` /
+synonyms, type, documentation per version; topic values resolved through the dynamic broker
+configs by :mod:`kafkatx.broker.dynamic_config`, the cluster-default broker resource listing only
+its dynamic configs) and ``ControllerApis#createPartitions`` /
 ``ReplicationControlManager#createPartitions`` (duplicates, no decrease, manual assignments).
 Unlike Kafka, the internal topics cannot grow: the coordinators hash ids onto 50 partitions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +27,22 @@ from kafkatx.broker.config import (
     STRING,
     TOPIC_CONFIG_BY_NAME,
     TOPIC_CONFIGS,
-    BrokerConfig,
-    validate_topic_config,
+)
+from kafkatx.broker.config_validation import (
+    BROKER_LOG_CONFIGS,
+    ConfigError,
+    broker_config_type,
+    canonical_topic_value,
+    validate_topic_configs,
+)
+from kafkatx.broker.dynamic_config import (
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG,
+    Synonym,
+    topic_config_synonyms,
+    topic_defaults,
 )
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
@@ -34,10 +50,6 @@ from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, valid
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
 
-# DescribeConfigsResponse ConfigSource ids
-DYNAMIC_TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
 # ConfigResource.Type ids
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
@@ -102,13 +114,15 @@ def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
                            f"Unable to replicate the partition {rf} time(s): The target "
                            f"replication factor of {rf} cannot be reached because only 1 "
                            "broker(s) are registered.")
-    configs: dict[str, str] = {}
-    for c in topic.configs or ():
-        problem = validate_topic_config(c.name, c.value)
-        if problem is not None:
-            raise _Refused(ErrorCode.invalid_config, problem)
-        configs[c.name] = c.value
-    return num_partitions, configs
+    # ReplicationControlManager#createTopic: the configs go through the same validation as an
+    # IncrementalAlterConfigs SET on the new topic (the last of a name repeated wins).
+    configs: dict[str, str | None] = {c.name: c.value for c in topic.configs or ()}
+    try:
+        validate_topic_configs(configs, topic_defaults(broker.logs.dynamic_configs,
+                                                       broker.config))
+    except ConfigError as exc:
+        raise _Refused(ErrorCode.invalid_config, exc.message) from None
+    return num_partitions, {k: v for k, v in configs.items() if v is not None}
 
 
 @api(19, 2, 7)
@@ -184,37 +198,19 @@ class _ConfigValue:
     value: str | None
     source: int
     config_type: int
-    synonyms: list[tuple[str, str | None, int]]
+    synonyms: list[Synonym]
     documentation: str = ""
     read_only: bool = field(default=False, kw_only=True)
 
 
-# Topic configs whose broker-wide value a ``kafkatx serve`` option sets.
-_BROKER_SET: dict[str, Callable[[BrokerConfig], int]] = {
-    "segment.bytes": lambda c: c.segment_bytes,
-    "segment.ms": lambda c: c.segment_ms,
-}
-
-
 def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_ConfigValue]:
+    """``ConfigHelper#createTopicConfigEntry`` for every topic config."""
     out = []
     for d in TOPIC_CONFIGS:
-        synonyms: list[tuple[str, str | None, int]] = []
-        broker_value = None
-        setting = _BROKER_SET.get(d.name)
-        if setting is not None and setting(broker.config) != int(d.default or 0):
-            broker_value = str(setting(broker.config))
-        if d.name in overrides:
-            value, source = overrides[d.name], DYNAMIC_TOPIC_CONFIG
-            synonyms.append((d.name, value, DYNAMIC_TOPIC_CONFIG))
-        elif broker_value is not None:
-            value, source = broker_value, STATIC_BROKER_CONFIG
-        else:
-            value, source = d.default, DEFAULT_CONFIG
-        if broker_value is not None and d.broker_synonym:
-            synonyms.append((d.broker_synonym, broker_value, STATIC_BROKER_CONFIG))
-        if d.broker_synonym:
-            synonyms.append((d.broker_synonym, d.default, DEFAULT_CONFIG))
+        synonyms = topic_config_synonyms(d, overrides, broker.logs.dynamic_configs,
+                                         broker.config)
+        value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (d.default,
+                                                                            DEFAULT_CONFIG)
         out.append(_ConfigValue(d.name, value, source, d.config_type, synonyms,
                                 d.documentation))
     return out
@@ -222,18 +218,26 @@ def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_Con
 
 # The broker configs below that ``DynamicBrokerConfig.AllDynamicConfigs`` holds (the listener
 # configs and the log configs with a topic synonym): DescribeConfigs shows them as not read-only.
-_DYNAMIC_BROKER_CONFIGS = frozenset({
-    "advertised.listeners", "listeners", "log.segment.bytes", "message.max.bytes",
-    "min.insync.replicas", "log.message.timestamp.type", "log.retention.ms",
-})
+_DYNAMIC_BROKER_CONFIGS = frozenset({"advertised.listeners", "listeners", *BROKER_LOG_CONFIGS})
 
 
-def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
-    """``ConfigHelper#createBrokerConfigEntry``: what ``kafkatx serve`` sets is a static broker
-    config (source and only synonym); ``advertised.listeners``, which it never sets, keeps
-    Kafka's null default (DEFAULT_CONFIG, no synonym) and clients use ``listeners``."""
+def _broker_config_values(broker: Broker, per_broker: bool) -> list[_ConfigValue]:
+    """``ConfigHelper#createBrokerConfigEntry``: for this node's resource, what ``kafkatx
+    serve`` sets is a static broker config, under what AlterConfigs set for this node
+    (DYNAMIC_BROKER_CONFIG) or the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG); a config only set
+    dynamically is listed too. ``advertised.listeners``, which it never sets, keeps Kafka's null
+    default (DEFAULT_CONFIG, no synonym) and clients use ``listeners``. The cluster-default
+    resource ("") lists only the cluster's dynamic configs (``currentDynamicDefaultConfigs``),
+    each with that one synonym."""
+    dynamic = broker.logs.dynamic_configs
+    if not per_broker:
+        return [_ConfigValue(name, value, DYNAMIC_DEFAULT_BROKER_CONFIG,
+                             broker_config_type(name) or STRING,
+                             [(name, value, DYNAMIC_DEFAULT_BROKER_CONFIG)],
+                             read_only=name not in _DYNAMIC_BROKER_CONFIGS)
+                for name, value in _canonical_broker(dynamic.cluster).items()]
     c = broker.config
-    static = [
+    static_list = [
         ("auto.create.topics.enable", str(c.auto_create_topics).lower(), BOOLEAN),
         ("broker.id", str(c.node_id), INT),
         ("default.replication.factor", "1", INT),
@@ -257,13 +261,33 @@ def _broker_config_values(broker: Broker) -> list[_ConfigValue]:
         ("log.message.timestamp.type", "CreateTime", STRING),
         ("log.retention.ms", None, LONG),
     ]
-    values = [_ConfigValue("advertised.listeners", None, DEFAULT_CONFIG, STRING, [],
-                           read_only=False)]
-    values += [_ConfigValue(name, value, STATIC_BROKER_CONFIG, kind,
-                            [(name, value, STATIC_BROKER_CONFIG)],
-                            read_only=name not in _DYNAMIC_BROKER_CONFIGS)
-               for name, value, kind in static]
+    static = {name: value for name, value, _ in static_list}
+    types = {name: kind for name, _, kind in static_list}
+    node, cluster = _canonical_broker(dynamic.node), _canonical_broker(dynamic.cluster)
+    names = ["advertised.listeners", *static]
+    names += [n for n in (*node, *cluster) if n not in names]
+    values = []
+    for name in names:
+        synonyms: list[Synonym] = []
+        if name in node:
+            synonyms.append((name, node[name], DYNAMIC_BROKER_CONFIG))
+        if name in cluster:
+            synonyms.append((name, cluster[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if name in static:
+            synonyms.append((name, static[name], STATIC_BROKER_CONFIG))
+        value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None,
+                                                                            DEFAULT_CONFIG)
+        values.append(_ConfigValue(name, value, source,
+                                   types.get(name) or broker_config_type(name) or STRING,
+                                   synonyms, read_only=name not in _DYNAMIC_BROKER_CONFIGS))
     return values
+
+
+def _canonical_broker(values: dict[str, str]) -> dict[str, str]:
+    """Dynamic broker values as DescribeConfigs shows them (a log config in the canonical form
+    of its topic synonym's type; a custom config as it was set)."""
+    return {name: (canonical_topic_value(BROKER_LOG_CONFIGS[name], value) or value)
+            if name in BROKER_LOG_CONFIGS else value for name, value in values.items()}
 
 
 def _entries(ctx: RequestContext, request: Any, values: Iterable[_ConfigValue],
@@ -293,9 +317,8 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
         error, message, configs = ErrorCode.none, None, ()
         if res.resource_type == TOPIC_RESOURCE:
             topic = broker.logs.topics.get(res.resource_name)
-            if topic is None:
+            if topic is None:  # ConfigHelper sets no message
                 error = ErrorCode.unknown_topic_or_partition
-                message = f"Topic {res.resource_name} does not exist."
             else:
                 configs = _entries(ctx, request, _topic_config_values(broker, topic.configs),
                                    res.configuration_keys)
@@ -305,8 +328,8 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
                 message = f"Unexpected broker id, expected {broker.config.node_id} or empty " \
                           f"string, but received {res.resource_name}"
             else:
-                configs = _entries(ctx, request, _broker_config_values(broker),
-                                   res.configuration_keys)
+                configs = _entries(ctx, request, _broker_config_values(
+                    broker, per_broker=res.resource_name != ""), res.configuration_keys)
         elif res.resource_type == BROKER_LOGGER_RESOURCE:
             configs = ()
         else:
