@@ -247,7 +247,6 @@ class LogManager:
             log_append_time=value("message.timestamp.type") == "LogAppendTime",
             delete="delete" in policies,
             compact="compact" in policies,
-            message_downconversion=value("message.downconversion.enable") == "true",
         )
 
     def reconfigure(self, topic: Topic | None = None) -> None:

@@ -118,7 +118,6 @@ class LogConfig:
     segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
     delete: bool = True  # cleanup.policy includes "delete" (LogConfig#delete)
     compact: bool = False  # cleanup.policy includes "compact" (LogConfig#compact)
-    message_downconversion: bool = True  # message.downconversion.enable
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,13 +134,15 @@ class AppendResult:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadResult:
     """``LogReadInfo``: bytes (possibly ending in a partial batch, as Kafka's slice can) and
-    offsets; ``aborted_transactions`` is None unless the read was read_committed."""
+    offsets; ``aborted_transactions`` is None unless the read was read_committed;
+    ``first_entry_incomplete`` when the first batch did not fit (``FetchDataInfo``)."""
 
     records: bytes
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
     aborted_transactions: list[AbortedTransaction] | None
+    first_entry_incomplete: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,14 @@ class _BatchRef:
     position: int
     size: int
     max_timestamp: int
+
+
+def _modified_ms(path: Path, now_ms: int) -> int:
+    """``File#lastModified`` in ms (a segment file not there yet: now)."""
+    try:
+        return path.stat().st_mtime_ns // 1_000_000
+    except FileNotFoundError:
+        return now_ms
 
 
 class PartitionLog:
@@ -654,7 +663,8 @@ class PartitionLog:
             aborted = collect_aborted_transactions(
                 [(s.base_offset, s.aborted) for s in self.segments], fetch_offset, upper)
         return ReadResult(records=data, high_watermark=hw, last_stable_offset=lso,
-                          log_start_offset=self.log_start_offset, aborted_transactions=aborted)
+                          log_start_offset=self.log_start_offset, aborted_transactions=aborted,
+                          first_entry_incomplete=limit < first.size)
 
     def _fetch_upper_bound(self, seg: _Segment, end_position: int) -> int:
         """``LogSegment#fetchUpperBoundOffset`` at batch granularity, else the next segment's base
@@ -688,6 +698,30 @@ class PartitionLog:
         if found is None or found.offset >= last_fetchable:
             return None
         return found
+
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int,
+                              now_ms: int) -> list[int]:
+        """``UnifiedLog#legacyFetchOffsetsBefore`` (ListOffsets v0): each segment's base offset
+        (at least the log start offset) with its file's modification time, plus the log end
+        offset at ``now_ms`` when the active segment holds data; the latest -1, the earliest -2,
+        else the last entry modified at or before ``timestamp``, and the entries before it, at
+        most ``max_num_offsets`` of them, in descending order."""
+        pairs = [(max(seg.base_offset, self.log_start_offset), _modified_ms(seg.path, now_ms))
+                 for seg in self.segments]
+        if self.segments and self.segments[-1].size > 0:
+            pairs.append((self.log_end_offset, now_ms))
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(pairs) - 1
+        elif timestamp == EARLIEST_TIMESTAMP:
+            start = 0
+        else:
+            start = len(pairs) - 1
+            while start >= 0 and pairs[start][1] > timestamp:
+                start -= 1
+        count = min(max_num_offsets, start + 1)
+        if count < 0:
+            raise ValueError(f"negative number of offsets: {count}")  # NegativeArraySize
+        return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
 
     def iter_batches(self) -> Iterator[RecordBatch]:
         """Every batch from the log start, records decoded (what a coordinator reads when it

@@ -1,8 +1,9 @@
-"""The Produce response body (v3..v12) written directly with ``struct``: the broker's hot path.
+"""The Produce response body (v0..v12) written directly with ``struct``: the broker's hot path.
 
 kio's generic writer spends ~35 us on the three nested entities of a one-partition response
 (about a fifth of a small produce request); this writes the same bytes in a few. Layout from
-Kafka's ``ProduceResponse.json`` as kio generates it: ``LogStartOffset`` from v5,
+Kafka's ``ProduceResponse.json`` as kio generates it (v0-v2 as :mod:`kafkatx.broker.legacy_schema`
+does): ``LogAppendTimeMs`` from v2, ``ThrottleTimeMs`` from v1, ``LogStartOffset`` from v5,
 ``RecordErrors`` and ``ErrorMessage`` from v8, flexible (compact lengths, tagged fields) from v9;
 the v10+ tagged fields (``CurrentLeader``, ``NodeEndpoints``) keep their defaults and are not
 written, as Kafka omits default-valued tags. ``tests/broker/test_produce_response.py`` checks it
@@ -15,11 +16,11 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_PARTITION = struct.Struct(">ihqq")  # index, error code, base offset, log append time
+_PARTITION = struct.Struct(">ihq")  # index, error code, base offset
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-FIRST_VERSION = 3
+FIRST_VERSION = 0
 LAST_VERSION = 12
 _FIRST_FLEXIBLE = 9
 
@@ -84,7 +85,9 @@ def encode_produce_response(
         _string(out, name, flexible)
         _length(out, len(partitions), flexible)
         for p in partitions:
-            out += _PARTITION.pack(p.index, p.error_code, p.base_offset, p.log_append_time)
+            out += _PARTITION.pack(p.index, p.error_code, p.base_offset)
+            if version >= 2:
+                out += _I64.pack(p.log_append_time)
             if version >= 5:
                 out += _I64.pack(p.log_start_offset)
             if version >= 8:
@@ -99,7 +102,8 @@ def encode_produce_response(
                 out.append(0)  # no tagged fields
         if flexible:
             out.append(0)
-    out += _I32.pack(0)  # ThrottleTimeMs
+    if version >= 1:
+        out += _I32.pack(0)  # ThrottleTimeMs
     if flexible:
         out.append(0)
     return out

@@ -30,6 +30,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from kafkatx.broker import legacy_schema
+
 _PEEK = struct.Struct(">hhi")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _SIZE = struct.Struct(">i")
@@ -64,16 +66,18 @@ def peek_header(payload: bytes) -> RequestHeaderInfo:
 
 @functools.cache
 def request_type(api_key: int, api_version: int) -> type | None:
-    """kio's request class for (key, version), or None when kio has no such schema."""
+    """kio's request class for (key, version), else the old versions of
+    :mod:`kafkatx.broker.legacy_schema`, or None when neither has that schema."""
     try:
         return load_request_schema(api_key, api_version)
     except (KioIndexError, ImportError, AttributeError, ValueError):
-        return None
+        return legacy_schema.request_type(api_key, api_version)
 
 
 @functools.cache
 def response_type(api_key: int, api_version: int) -> type:
-    return load_response_schema(api_key, api_version)
+    legacy = legacy_schema.response_type(api_key, api_version)
+    return legacy if legacy is not None else load_response_schema(api_key, api_version)
 
 
 def response_module(response_cls: type) -> types.ModuleType:

@@ -62,6 +62,7 @@ def test_confluent_authorized_operations(serve: Serve) -> None:
     assert set(group.authorized_operations) == {AclOperation.READ, AclOperation.DELETE,
                                                 AclOperation.DESCRIBE}
     consumer.close()
+    del admin  # librdkafka's client goes before the broker does
     assert proc.stop() == 0, proc.stderr()
     verify_clean(proc.log_dir)
 
@@ -180,6 +181,7 @@ def test_confluent_live_configs(serve: Serve) -> None:
     producer.produce("ledger", value=b"no key now", on_delivery=delivered)
     producer.flush(10)
     assert reports[-1] == (None, None)
+    del producer  # librdkafka's client goes before the broker does
     assert proc.stop() == 0, proc.stderr()
     verify_clean(proc.log_dir)
 

@@ -7,7 +7,6 @@ import socket
 import struct
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from kafkatx.broker import protocol
@@ -58,7 +57,7 @@ class WireClient:
     def call(self, request: Any) -> Any:
         corr = self.send(request)
         cls = type(request)
-        return self.receive(load_response_schema(cls.__api_key__, cls.__version__), corr)
+        return self.receive(protocol.response_type(cls.__api_key__, cls.__version__), corr)
 
     def _exactly(self, n: int) -> bytes:
         out = bytearray()

@@ -1,10 +1,19 @@
-"""Fetch (key 1): read_uncommitted up to the HW, read_committed up to the LSO, long polling.
+"""Fetch (key 1): read_uncommitted up to the HW, read_committed up to the LSO, long polling;
+v0-v3 records down-converted to magic 0/1 as Kafka 3.x does.
 
 Mirrors ``ReplicaManager#fetchMessages`` / ``readFromLocalLog`` (response ``max_bytes`` shared by
 the partitions in request order, the first partition with data may exceed its limit by one batch
 — KIP-74 ``minOneMessage``; answer at once when ``max_wait`` is 0, when ``min_bytes`` are
 available or on an error, else wait for appends — ``DelayedFetch``) and
 ``Partition#fetchRecords`` (leader epoch checks, OFFSET_OUT_OF_RANGE with unknown offsets).
+``FetchParams#hardMaxBytesLimit`` for v0-v2 (no first batch is let past the limits, so a batch
+larger than the partition's max bytes comes back cut, as old clients expect) and, from v3, an
+incomplete first batch replaced by nothing (``ReplicaManager#readFromLog``).
+``KafkaApis#maybeConvertFetchedData``: a topic with ``compression.type=zstd`` is
+UNSUPPORTED_COMPRESSION_TYPE before v10; v0-v1 get magic 0 and v2-v3 magic 1
+(:func:`kafkatx.broker.legacy_records.down_convert`), UNSUPPORTED_VERSION when the topic's
+``message.downconversion.enable`` is false, UNSUPPORTED_COMPRESSION_TYPE for a ZSTD batch. Kafka
+4.0 removed v0-v3 (KIP-896); this serves them as 3.x does.
 Fetch sessions are not kept: session id 0 tells clients every request is a full fetch. Two wire
 rules clients depend on: ``records`` is always bytes (librdkafka rejects a null ``records`` in
 flexible versions) and ``aborted_transactions`` is null for read_uncommitted (kafkajs applies a
@@ -20,6 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.broker import protocol
 from kafkatx.broker.handlers import api
+from kafkatx.broker.legacy_records import UnsupportedCompression, down_convert
 from kafkatx.broker.partition_log import AppendError, PartitionLog
 from kafkatx.semantics.read_committed import IsolationLevel
 
@@ -49,7 +59,8 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
               isolation: IsolationLevel) -> tuple[tuple[Any, ...], int, bool]:
     """(topic responses, bytes read, whether any partition has an error)."""
     limit = getattr(request, "max_bytes", 2**31 - 1)
-    min_one_message = True
+    hard_limit = ctx.api_version <= 2  # FetchParams#hardMaxBytesLimit
+    min_one_message = not hard_limit
     total = 0
     any_error = False
     committed = isolation == IsolationLevel.READ_COMMITTED
@@ -75,11 +86,20 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
                 any_error = True
                 partitions.append(_partition(ctx, part.partition, exc.error))
                 continue
-            size = len(result.records)
+            records = result.records
+            if result.first_entry_incomplete and not hard_limit:
+                records = b""
+            size = len(records)
             if size:
                 min_one_message = False
                 limit = max(0, limit - size)
                 total += size
+            converted, error = _maybe_convert(broker, ctx, topic.topic, records,
+                                              part.fetch_offset)
+            if error is not None:
+                any_error = True
+                partitions.append(_partition(ctx, part.partition, error))
+                continue
             aborted = None
             if committed:
                 aborted = tuple(
@@ -91,10 +111,26 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
                 error_code=ErrorCode.none, high_watermark=result.high_watermark,
                 last_stable_offset=result.last_stable_offset,
                 log_start_offset=result.log_start_offset, aborted_transactions=aborted,
-                preferred_read_replica=-1, records=result.records))
+                preferred_read_replica=-1, records=converted))
         topics.append(protocol.make(ctx.resp.FetchableTopicResponse, topic=topic.topic,
                                     partitions=tuple(partitions)))
     return tuple(topics), total, any_error
+
+
+def _maybe_convert(broker: Broker, ctx: RequestContext, topic: str, records: bytes,
+                   fetch_offset: int) -> tuple[bytes, ErrorCode | None]:
+    """``KafkaApis#maybeConvertFetchedData``: (the records to send, or the partition's error)."""
+    configs = broker.logs.topics[topic].configs
+    if ctx.api_version < 10 and broker.logs.topic_config("compression.type", configs) == "zstd":
+        return b"", ErrorCode.unsupported_compression_type
+    if ctx.api_version > 3:
+        return records, None
+    if broker.logs.topic_config("message.downconversion.enable", configs) != "true":
+        return b"", ErrorCode.unsupported_version
+    try:
+        return down_convert(records, 0 if ctx.api_version <= 1 else 1, fetch_offset), None
+    except UnsupportedCompression:
+        return b"", ErrorCode.unsupported_compression_type
 
 
 def _partition(ctx: RequestContext, index: int, error: ErrorCode) -> Any:
@@ -104,7 +140,7 @@ def _partition(ctx: RequestContext, index: int, error: ErrorCode) -> Any:
                          preferred_read_replica=-1, records=b"")
 
 
-@api(1, 4, 12)
+@api(1, 0, 12)
 async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     isolation = isolation_of(request)
     max_wait_s = min(max(protocol.ms(request.max_wait), 0) / 1000, MAX_WAIT_CAP_S)

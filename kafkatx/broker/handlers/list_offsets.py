@@ -4,7 +4,11 @@ and the first offset at or after a timestamp.
 Mirrors ``ReplicaManager#fetchOffset`` / ``Partition#fetchOffsetForTimestamp``: consumers
 (replica id -1) are bounded by the isolation level (v0/v1 carry none: read_uncommitted), other
 replica ids by the log end offset; a timestamp result at or past that bound is "not found"
-(offset -1, timestamp -1); a partition named twice is INVALID_REQUEST.
+(offset -1, timestamp -1); a partition named twice is INVALID_REQUEST. v0, which Kafka 3.x still
+serves (KIP-896 removed it in 4.0), answers as ``KafkaApis#handleListOffsetRequestV0`` /
+``Partition#legacyFetchOffsetsForTimestamp``: up to ``max_num_offsets`` segment base offsets
+by segment file time (:meth:`PartitionLog.legacy_offsets_before`), capped at the high watermark
+for consumers; timestamps below -2 are UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker import protocol
 from kafkatx.broker.handlers import api
 from kafkatx.broker.handlers.fetch import isolation_of, leader_epoch_error
+from kafkatx.broker.partition_log import EARLIEST_TIMESTAMP
 from kafkatx.semantics.read_committed import IsolationLevel
 
 if TYPE_CHECKING:
@@ -24,8 +29,10 @@ if TYPE_CHECKING:
 CONSUMER_REPLICA_ID = -1
 
 
-@api(2, 1, 7)
+@api(2, 0, 7)
 async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version == 0:
+        return _list_offsets_v0(broker, ctx, request)
     isolation: IsolationLevel | None = None
     if request.replica_id == CONSUMER_REPLICA_ID:
         isolation = isolation_of(request)
@@ -56,6 +63,36 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
             partitions.append(protocol.make(
                 ctx.resp.ListOffsetsPartitionResponse, partition_index=part.partition_index,
                 error_code=error, timestamp=timestamp, offset=offset, leader_epoch=epoch))
+        topics.append(protocol.make(ctx.resp.ListOffsetsTopicResponse, name=topic.name,
+                                    partitions=tuple(partitions)))
+    return protocol.make(ctx.response_cls, topics=tuple(topics))
+
+
+def _list_offsets_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    now = broker.now_ms()
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            offsets: list[int] = []
+            log = broker.logs.get(topic.name, part.partition_index)
+            if part.timestamp < EARLIEST_TIMESTAMP:
+                error = ErrorCode.unsupported_version
+            elif log is None:
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                error = ErrorCode.none
+                try:
+                    offsets = log.legacy_offsets_before(part.timestamp, part.max_num_offsets,
+                                                        now)
+                except ValueError:
+                    error = ErrorCode.unknown_server_error
+                hw = log.high_watermark
+                if request.replica_id == CONSUMER_REPLICA_ID and any(o > hw for o in offsets):
+                    offsets = [hw] + [o for o in offsets if o <= hw]
+            partitions.append(protocol.make(
+                ctx.resp.ListOffsetsPartitionResponse, partition_index=part.partition_index,
+                error_code=error, old_style_offsets=tuple(offsets)))
         topics.append(protocol.make(ctx.resp.ListOffsetsTopicResponse, name=topic.name,
                                     partitions=tuple(partitions)))
     return protocol.make(ctx.response_cls, topics=tuple(topics))

@@ -1,11 +1,13 @@
 """Produce (key 0): validate, append as leader, answer per partition; nothing for acks=0.
 
 Mirrors ``KafkaApis#handleProduceRequest`` (``ProduceRequest#validateRecords``: v3+ needs exactly
-one magic-v2 batch per partition, ZStandard needs v7+; an acks=0 request that failed closes the
-connection instead of answering) and ``ReplicaManager#appendRecords`` (INVALID_REQUIRED_ACKS,
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append to an internal topic,
-the error each append exception maps to, a duplicate answered with the original batch's offsets
-and no error, the transaction verification of KIP-890 in ``txn_verification``). A single
+one magic-v2 batch per partition, ZStandard needs v7+; v0-v2, which Kafka 3.x still serves, may
+carry magic 0/1 message sets, converted to the v2 batch Kafka writes; an acks=0 request that
+failed closes the connection instead of answering) and ``ReplicaManager#appendRecords``
+(INVALID_REQUIRED_ACKS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append
+to an internal topic, the error each append exception maps to, a duplicate answered with the
+original batch's offsets and no error, the transaction verification of KIP-890 in
+``txn_verification``). A single
 replica is always the whole ISR, so acks=1 and acks=-1 are answered as soon as the batch is in
 the log. The batches split while validating are handed to the append, and the response body is
 written by :mod:`kafkatx.broker.produce_response` (the hot path: one request per batch).
@@ -20,8 +22,9 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker import protocol
 from kafkatx.broker.batch_header import BatchFrameError, BatchHeader, split_batches
 from kafkatx.broker.handlers import api
+from kafkatx.broker.legacy_records import first_magic, up_convert
 from kafkatx.broker.log_manager import INTERNAL_TOPICS
-from kafkatx.broker.partition_log import AppendError, AppendResult
+from kafkatx.broker.partition_log import AppendError, AppendResult, PartitionLog
 from kafkatx.broker.produce_response import PartitionResult, encode_produce_response
 from kafkatx.broker.txn_verification import verify_transactional_produce
 
@@ -42,8 +45,9 @@ class RecordsRefused(Exception):
 
 
 def validate_records(version: int, records: bytes | None) -> tuple[list[BatchHeader], int]:
-    """``ProduceRequest#validateRecords``: the batches (``split_batches``) of ``records``, or
-    ``RecordsRefused`` with the error for records this version may not carry."""
+    """``ProduceRequest#validateRecords`` (v3+: exactly one magic-v2 batch, ZStandard from v7)
+    with the batches (``split_batches``) of ``records``, or ``RecordsRefused``. Kafka answers
+    these refusals without a message; the message is for the broker's log."""
     if records is None:
         raise RecordsRefused(ErrorCode.invalid_record,
                              "Produce request partition has null records")
@@ -52,25 +56,42 @@ def validate_records(version: int, records: bytes | None) -> tuple[list[BatchHea
     except BatchFrameError as exc:
         if exc.kind == "magic":
             raise RecordsRefused(ErrorCode.invalid_record,
-                                 f"Produce requests with version {version} must use message "
-                                 f"format v2: {exc}") from None
+                                 f"Produce requests with version {version} are only allowed to "
+                                 "contain record batches with magic version 2") from None
         raise RecordsRefused(ErrorCode.corrupt_message, str(exc)) from None
     if not headers:
         raise RecordsRefused(ErrorCode.invalid_record,
                              f"Produce requests with version {version} must have at least one "
                              "record batch per partition")
+    if version < 7 and headers[0].compression_id == ZSTD:
+        raise RecordsRefused(ErrorCode.unsupported_compression_type,
+                             f"Produce requests with version {version} are not allowed to use "
+                             "ZStandard compression")
     if len(headers) > 1:
         raise RecordsRefused(ErrorCode.invalid_record,
                              f"Produce requests with version {version} are only allowed to "
                              "contain exactly one record batch per partition")
-    if version < 7 and headers[0].compression_id == ZSTD:
-        raise RecordsRefused(ErrorCode.unsupported_compression_type,
-                             f"Produce requests with version {version} cannot use ZStandard "
-                             "compression")
     return headers, valid
 
 
-@api(0, 3, 9, tv2_max_version=12)
+def old_version_records(records: bytes | None, log: PartitionLog
+                        ) -> tuple[bytes, tuple[list[BatchHeader], int] | None]:
+    """Produce v0-v2, which Kafka does not hold to v3's rules (``validateRecords`` checks
+    nothing before v3): a magic 0/1 message set becomes the v2 batch Kafka writes
+    (:func:`kafkatx.broker.legacy_records.up_convert`); magic-2 batches go to the append as
+    they are, which takes exactly one."""
+    if records is None:
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             "Produce request partition has null records")
+    if first_magic(records) in (0, 1):
+        records = up_convert(records, log.name, log.config.max_message_bytes)
+    try:
+        return records, split_batches(records)
+    except BatchFrameError as exc:
+        raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
+
+
+@api(0, 0, 9, tv2_max_version=12)
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     now = broker.now_ms()
@@ -94,13 +115,17 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 message = f"Cannot append to internal topic {topic.name}"
             else:
                 try:
-                    batches = validate_records(ctx.api_version, part.records)
-                    refused = verify_transactional_produce(broker, request.transactional_id,
-                                                           topic.name, part.index, log,
-                                                           batches[0][0], ctx.api_version)
+                    if ctx.api_version >= 3:
+                        records = part.records
+                        batches = validate_records(ctx.api_version, records)
+                    else:
+                        records, batches = old_version_records(part.records, log)
+                    refused = verify_transactional_produce(
+                        broker, getattr(request, "transactional_id", None), topic.name,
+                        part.index, log, batches[0][0], ctx.api_version) if batches[0] else None
                     if refused is not None:
                         raise RecordsRefused(*refused)
-                    result = log.append_as_leader(bytes(part.records), now, batches=batches)
+                    result = log.append_as_leader(bytes(records), now, batches=batches)
                     appended = appended or not result.duplicate
                 except (RecordsRefused, AppendError) as exc:
                     error, message = exc.error, exc.message
