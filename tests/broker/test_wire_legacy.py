@@ -36,6 +36,7 @@ from tests.broker.test_wire import (
     stop_ok,
 )
 from tests.broker.test_wire_configs import SET, TOPIC, one
+from tests.broker.test_wire_delete_records import delete_records
 from tests.broker.wire import WireClient, entity, request
 
 Serve = Callable[..., ServeProcess]
@@ -316,4 +317,23 @@ def test_list_offsets_v0(serve: Serve) -> None:
         assert offsets(500_000) == (E.none, ())
         assert offsets(-3) == (E.unsupported_version, ())
         assert offsets(-1, topic="ghost") == (E.unknown_topic_or_partition, ())
+        # Aged: DeleteRecords moved the log start offset into the second segment; the first
+        # segment is gone and the earliest entry is the log start offset, not a base offset.
+        assert delete_records(c, {("seg", 0): 3}) == {("seg", 0): (E.none, 3)}
+        assert offsets(-1) == (E.none, (6, 4, 3))
+        assert offsets(-2) == (E.none, (3,))
+        assert old_fetch(c, "seg", 1, 0).error_code == E.offset_out_of_range
+        # A read stays in one segment: offset 2 of that batch is below the fetch offset.
+        assert [m.offset for m in messages(old_fetch(c, "seg", 3, 0).records)] == [3]
     stop_ok(proc)
+    again = serve(log_dir=proc.log_dir)
+    with WireClient(again.port) as c:  # reloaded: the same answers from the segments on disk
+        p = entity(LIST_OFFSETS, 0, "ListOffsetsPartition", partition_index=0, timestamp=-2,
+                   max_num_offsets=1)
+        t = entity(LIST_OFFSETS, 0, "ListOffsetsTopic", name="seg", partitions=(p,))
+        r = c.call(request(LIST_OFFSETS, 0, replica_id=-1, topics=(t,)))
+        assert r.topics[0].partitions[0].old_style_offsets == (3,)
+        assert [m.offset for m in messages(old_fetch(c, "seg", 3, 2).records)] == [3]
+        assert [m.offset for m in messages(old_fetch(c, "seg", 4, 2).records)] == [4, 5]
+    stop_ok(again)
+    verify_clean(proc.log_dir)
