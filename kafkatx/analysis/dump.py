@@ -18,8 +18,11 @@ from kafkatx.formats import (
     checkpoints,
     compression,
     consumer_offsets,
+    kafka_messages,
+    metadata_records,
     offset_index,
     producer_snapshot,
+    quorum_state,
     time_index,
     transaction_log,
     txn_index,
@@ -67,7 +70,9 @@ NAME_TYPES = {
     "leader-epoch-checkpoint": "leader_epoch_checkpoint",
     "partition.metadata": "partition_metadata",
     "meta.properties": "meta_properties",
+    quorum_state.FILE_NAME: "quorum_state",
 }
+METADATA_TOPIC = metadata_records.METADATA_TOPIC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +109,8 @@ class DumpStats:
 
 def file_type(path: Path) -> str | None:
     """Which decoder reads ``path``: by name, then by suffix (``.deleted`` etc. stripped)."""
+    if metadata_records.parse_snapshot_name(path.name) is not None:
+        return "metadata_snapshot"
     name, _ = strip_transient_suffix(path.name)
     if name in NAME_TYPES:
         return NAME_TYPES[name]
@@ -111,9 +118,11 @@ def file_type(path: Path) -> str | None:
 
 
 def internal_topic(path: Path) -> str | None:
-    """``__transaction_state`` or ``__consumer_offsets`` when ``path`` lies in such a partition."""
+    """``__transaction_state``, ``__consumer_offsets`` or ``__cluster_metadata`` when ``path``
+    lies in such a partition."""
     parsed = parse_partition_dir(path.parent.name)
-    if parsed and parsed.topic in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC):
+    if parsed and parsed.topic in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC,
+                                   METADATA_TOPIC):
         return parsed.topic
     return None
 
@@ -161,6 +170,9 @@ def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iter
     file = str(path)
     if kind == "segment":
         yield from _dump_segment(path, flt, records=records)
+        return
+    if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
+        yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
         return
     if kind in ("offset_index", "time_index", "txn_index", "producer_snapshot"):
         with open_bytes(path) as data:
@@ -228,6 +240,13 @@ def _dump_text(file: str, text: str, kind: str, flt: DumpFilter) -> Iterator[dic
             yield from _from_format_errors(file, [exc], "invalid_checkpoint")
         else:
             yield {"kind": "partition_metadata", "file": file, **pm.to_dict()}
+    elif kind == "quorum_state":
+        try:
+            qs = quorum_state.read_quorum_state(text, path=file)
+        except FormatError as exc:
+            yield from _from_format_errors(file, [exc], "invalid_quorum_state")
+        else:
+            yield {"kind": "quorum_state", "file": file, **qs.to_dict()}
     else:
         try:
             mp = checkpoints.read_meta_properties(text, path=file)
@@ -237,9 +256,10 @@ def _dump_text(file: str, text: str, kind: str, flt: DumpFilter) -> Iterator[dic
             yield {"kind": "meta_properties", "file": file, **mp.to_dict()}
 
 
-def _dump_segment(path: Path, flt: DumpFilter, *, records: bool) -> Iterator[dict]:
+def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
+                  topic: str | None = None) -> Iterator[dict]:
     file = str(path)
-    topic = internal_topic(path)
+    topic = topic or internal_topic(path)
     decode = records or topic is not None
     with open_bytes(path) as data:
         if not decode:
@@ -263,6 +283,8 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool) -> Iterator[dic
             if not flt.offsets_overlap(h.base_offset, h.last_offset):
                 continue
             item = {"kind": "batch", "file": file, **entry.to_dict()}
+            if entry.control is not None and entry.control.raw_value is not None:
+                _decode_kraft_control(item, entry, file)
             if decode:
                 try:
                     item["records"] = _records(data, entry, topic, file, flt)
@@ -349,8 +371,12 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
     for rec in iter_records(data, batch.position, batch.header, path=file):
         if not flt.offsets_overlap(rec.offset, rec.offset):
             continue
-        if batch.header.is_control:
+        if batch.header.is_control and topic == METADATA_TOPIC:
+            d = _kraft_control_record(rec, file)
+        elif batch.header.is_control:
             d = rec.to_dict()
+        elif topic == METADATA_TOPIC:
+            d = _metadata_record(rec, file)
         elif topic == TRANSACTION_STATE_TOPIC:
             d = _txn_log_record(rec, file)
             if not _txn_record_matches(d, flt):
@@ -361,6 +387,54 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
             d = rec.to_dict()
         out.append(d)
     return out
+
+
+def _decode_kraft_control(item: dict, batch: RecordBatch, file: str) -> None:
+    """The batch-level ``control`` of a KRaft control batch gets its first record decoded."""
+    control = batch.control
+    assert control is not None
+    try:
+        data = metadata_records.parse_control_value(control.type_id, control.raw_value,
+                                                    path=file, base=batch.position)
+    except FormatError:
+        return  # the records list says what failed
+    if data is not None:
+        ctl = dict(item["control"])
+        ctl.pop("value_base64", None)
+        ctl["data"] = kafka_messages.to_json(data)
+        item["control"] = ctl
+
+
+def _kraft_control_record(rec, file: str) -> dict:
+    d: dict[str, object] = {"offset": rec.offset, "timestamp": rec.timestamp}
+    try:
+        if rec.key is None or len(rec.key) < 4:
+            raise FormatError("control record key is shorter than 4 bytes")
+        type_id = int.from_bytes(rec.key[2:4], "big", signed=True)
+        d["control_type"] = control_type_name(type_id)
+        if d["control_type"] == "UNKNOWN":
+            d["control_type_id"] = type_id
+        data = metadata_records.parse_control_value(type_id, rec.value, path=file)
+    except FormatError as exc:
+        d.update(render_bytes("value", rec.value))
+        d["decode_error"] = exc.message
+        return d
+    if data is None:
+        d.update(render_bytes("value", rec.value))
+    else:
+        d["data"] = kafka_messages.to_json(data)
+    return d
+
+
+def _metadata_record(rec, file: str) -> dict:
+    d: dict[str, object] = {"offset": rec.offset, "timestamp": rec.timestamp}
+    try:
+        d.update(metadata_records.parse_metadata_record(rec.value, path=file).to_dict())
+    except FormatError as exc:
+        d.update(render_bytes("key", rec.key))
+        d.update(render_bytes("value", rec.value))
+        d["decode_error"] = exc.message
+    return d
 
 
 def _txn_record_matches(d: dict, flt: DumpFilter) -> bool:

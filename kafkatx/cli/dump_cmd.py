@@ -39,7 +39,8 @@ def dump_command(
     records: bool,
     fmt: str,
 ) -> None:
-    """Decode segment .log, .index, .timeindex, .txnindex, .snapshot and checkpoint files.
+    """Decode segment .log, .index, .timeindex, .txnindex, .snapshot and checkpoint files, and
+    the KRaft metadata log (__cluster_metadata-0 segments, .checkpoint snapshots, quorum-state).
 
     FILE_OR_DIR may be files or directories (a partition dir, a broker's log dir): the decoder is
     chosen by file suffix and by partition directory (__transaction_state-N, __consumer_offsets-N).
@@ -103,6 +104,7 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
     "leader_epoch_entry": [("epoch", "right"), ("start offset", "right")],
     "partition_metadata": [("version", "right"), ("topic id", "left")],
     "meta_properties": [("property", "left"), ("value", "left")],
+    "quorum_state": [("field", "left"), ("value", "left")],
 }
 
 
@@ -129,11 +131,14 @@ def _batch_row(b: dict[str, Any]) -> list[str]:
 
 def _record_rows(b: dict[str, Any]) -> list[list[str]]:
     rows = []
-    if b["is_control"]:
+    records = b.get("records", [])
+    if b["is_control"] and not any("control_type" in r for r in records):
         return rows  # the batch row already says COMMIT/ABORT and the coordinator epoch
-    for r in b.get("records", []):
+    for r in records:
         key, value = r.get("key"), r.get("value")
-        if isinstance(key, dict):
+        if "type_id" in r or "control_type" in r:
+            text = _metadata_text(r)
+        elif isinstance(key, dict):
             text = _internal_text(key, value)
         else:
             text = f"key={_short(key, 40)} value={_short(value, 100)}"
@@ -144,6 +149,20 @@ def _record_rows(b: dict[str, Any]) -> list[list[str]]:
         rows.append([f"↳ {r['offset']}", "", "", "", "", "", "", "", iso_ms(r["timestamp"]), "",
                      text])
     return rows
+
+
+def _metadata_text(r: dict[str, Any]) -> str:
+    """One line for a KRaft metadata or control record."""
+    if "decode_error" in r:
+        return f"undecodable: {r['decode_error']}"
+    if "control_type" in r:
+        head = r["control_type"]
+    else:
+        head = (f"{r['type']} v{r['version']}" if r["type"] != "UNKNOWN"
+                else f"UNKNOWN type {r['type_id']} v{r['version']}")
+    if "data" in r:
+        return head + " " + " ".join(f"{k}={_compact(v)}" for k, v in r["data"].items())
+    return head + (f" raw={r['raw']}" if "raw" in r else "")
 
 
 def _internal_text(key: dict[str, Any], value: Any) -> str:
@@ -199,6 +218,8 @@ def _row(item: dict[str, Any]) -> list[list[str]]:
         return [[str(item.get("version")), str(item.get("topic_id"))]]
     if k == "meta_properties":
         return [[key, str(v)] for key, v in item.get("properties", {}).items()]
+    if k == "quorum_state":
+        return [[key, _compact(v)] for key, v in item.items() if key not in ("kind", "file")]
     return [[_short(v) for v in item.values()]]
 
 
