@@ -58,3 +58,10 @@ class UnreadableFileError(KafkatxError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class MissingPathError(UnreadableFileError):
+    """A path given on the command line that does not exist: a usage error (exit 2)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "no such file or directory")

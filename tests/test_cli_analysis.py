@@ -276,8 +276,9 @@ def test_verify_fails_on_errors() -> None:
 
 @pytest.mark.parametrize("command", ["lso", "inspect", "verify"])
 def test_missing_path_is_one_line(command: str) -> None:
+    """A path that does not exist is a usage error: exit 2, click's convention."""
     proc = run(command, "no/such/dir")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.splitlines() == ["kafkatx: error: no/such/dir: no such file or directory"]
     assert proc.stdout == ""
 

@@ -180,9 +180,9 @@ def test_corrupt_files_are_reported_not_raised() -> None:
     assert [b["crc_valid"] for b in good].count(False) == 1
 
 
-def test_missing_file_is_one_line_and_exit_1() -> None:
+def test_missing_file_is_one_line_and_exit_2() -> None:
     proc = run("dump", "does/not/exist.log")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("kafkatx: error: does/not/exist.log")
     assert "Traceback" not in proc.stderr
 

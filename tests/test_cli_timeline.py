@@ -126,7 +126,7 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 
 def test_missing_path_is_one_line() -> None:
     proc = run("timeline", ROOT / "no-such-dir")
-    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
 # html -----------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -10,7 +11,9 @@ from rich.table import Table
 
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
 from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.errors import MissingPathError
 
 TABLE_CHUNK = 200
 
@@ -24,8 +27,8 @@ TABLE_CHUNK = 200
               help="Only this transactional id: its __transaction_state records, and data of "
                    "the producer ids the coordinator gave it (needs __transaction_state "
                    "partitions among or beside the paths).")
-@click.option("--from-offset", type=int, help="Only batches/entries with offsets >= N.")
-@click.option("--to-offset", type=int, help="Only batches/entries with offsets <= N.")
+@click.option("--from-offset", type=OFFSET, help="Only batches/entries with offsets >= N.")
+@click.option("--to-offset", type=OFFSET, help="Only batches/entries with offsets <= N.")
 @click.option("--records", is_flag=True,
               help="Decode records too (always on for __transaction_state/__consumer_offsets).")
 @format_option(("table", "jsonl", "json"))
@@ -46,6 +49,10 @@ def dump_command(
     chosen by file suffix and by partition directory (__transaction_state-N, __consumer_offsets-N).
     Damaged regions are reported as `path:position: what is wrong` and the scan goes on.
     """
+    check_offset_range(from_offset, to_offset)
+    for path in paths:
+        if not os.path.lexists(path):
+            raise MissingPathError(path)
     err = stderr_console()
     pid_filter: frozenset[int] | None = frozenset(producer_ids) if producer_ids else None
     if transactional_id is not None:
@@ -80,6 +87,9 @@ def dump_command(
         err.print(f"{stats.problems} problem(s) found in {stats.files} file(s)", markup=False)
     if stats.unreadable:
         sys.exit(1)
+    if stats.files == 0:
+        raise click.UsageError("nothing to decode: no given path holds a file kafkatx dump "
+                               "knows (segments, indexes, snapshots, checkpoints)")
 
 
 def _problem_line(item: dict[str, Any]) -> str:

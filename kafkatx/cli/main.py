@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kafkatx import __version__
+from kafkatx import SUPPORTED_KAFKA, __version__
 from kafkatx.cli.dump_cmd import dump_command
 from kafkatx.cli.inspect_cmd import inspect_command
 from kafkatx.cli.lso_cmd import lso_command
@@ -16,15 +16,17 @@ from kafkatx.cli.serve_cmd import serve_command
 from kafkatx.cli.timeline_cmd import timeline_command
 from kafkatx.cli.txn_partition_cmd import txn_partition_command
 from kafkatx.cli.verify_cmd import verify_command
-from kafkatx.errors import KafkatxError
+from kafkatx.errors import KafkatxError, MissingPathError
 
-EXIT_UNREADABLE = 1
-EXIT_USAGE = 2
+EXIT_UNREADABLE = 1  # data problems: unreadable or undecodable input
+EXIT_USAGE = 2  # click's convention: bad options, missing paths, impossible ranges
 EXIT_INTERNAL = 3
+
+VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="kafkatx")
+@click.version_option(__version__, prog_name="kafkatx", message=VERSION_MESSAGE)
 @click.option("-v", "--verbose", count=True, help="More detail on stderr; -vv shows tracebacks.")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int) -> None:
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         if verbose >= 2:
             raise
         click.echo(f"kafkatx: error: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        sys.exit(EXIT_USAGE if isinstance(exc, MissingPathError) else EXIT_UNREADABLE)
     except Exception as exc:
         if verbose >= 2:
             raise

@@ -22,6 +22,7 @@ from kafkatx.analysis.consumer_view import (
 )
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
+from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.engines.base import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
@@ -39,10 +40,10 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 @click.option("--partition", "partition", type=int, required=True, help="Partition number.")
 @click.option("--isolation", type=click.Choice(["read_committed", "read_uncommitted"]),
               default="read_committed", show_default=True, help="The consumer's isolation.level.")
-@click.option("--from-offset", type=int, help="Where the consumer starts fetching "
+@click.option("--from-offset", type=OFFSET, help="Where the consumer starts fetching "
               "(default: the log start; may fall inside a batch).")
-@click.option("--to-offset", type=int, help="Stop after this offset.")
-@click.option("--as-of-offset", type=int, help="Replay the partition as it stood when its log "
+@click.option("--to-offset", type=OFFSET, help="Stop after this offset.")
+@click.option("--as-of-offset", type=OFFSET, help="Replay the partition as it stood when its log "
               "end offset was N: the LSO and aborted set of that moment.")
 @click.option("--show-hidden", is_flag=True, help="Also list the records the consumer did not "
               "get, with the reason (aborted, beyond_lso, beyond_high_watermark).")
@@ -67,6 +68,7 @@ def replay_command(
     aborted transactions the broker collects from the .txnindex files and the Java client's
     filtering of aborted batches and control records.
     """
+    check_offset_range(from_offset, to_offset)
     err = stderr_console()
     if engine.output is not None:
         check_output(engine.output, paths)

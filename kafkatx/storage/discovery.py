@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatx.errors import UnreadableFileError
+from kafkatx.errors import MissingPathError, UnreadableFileError
 from kafkatx.formats.checkpoints import (
     CHECKPOINT_FILE_NAMES,
     LEADER_EPOCH_CHECKPOINT_FILE,
@@ -528,7 +528,7 @@ def _check_local(path: Path) -> None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise UnreadableFileError(str(path), "no such file or directory") from None
+        raise MissingPathError(str(path)) from None
     except OSError as exc:
         raise UnreadableFileError(str(path), exc.strerror or str(exc)) from None
     if not os.path.isdir(path):
@@ -551,7 +551,7 @@ def _list_one_remote(path: RemotePath) -> dict[str, _Listing]:
             if not fs.is_dir(path.inner):
                 raise _not_a_directory(path, fs.size(path.inner))
         except FileNotFoundError:
-            raise UnreadableFileError(str(path), "no such file or directory") from None
+            raise MissingPathError(str(path)) from None
         except OSError as exc:
             raise UnreadableFileError(str(path), _first_line(exc)) from None
         tree[str(path)] = _Listing(path, {}, {})

@@ -162,7 +162,7 @@ def test_unreadable_uris_are_one_line_errors(zoo: Path) -> None:
     assert str(err.value).startswith("nosuchscheme://host/logdir: ") and "\n" not in str(err.value)
     result = subprocess.run([sys.executable, "-m", "kafkatx", "inspect", missing, "--engine",
                              "local"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr == f"kafkatx: error: {missing}: no such file or directory\n"
 
 

@@ -1,0 +1,69 @@
+"""CLI conventions shared by every command: exit codes, offset ranges, ``--version``.
+
+Usage errors exit 2 (click's convention), data problems 1.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGDIR = ROOT / "fixtures" / "logdir"
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize("command", [
+    ["dump", LOGDIR / "payments-0"],
+    ["replay", LOGDIR, "--topic", "payments", "--partition", "0"],
+])
+def test_backwards_offset_range_is_a_usage_error(command: list[str | Path]) -> None:
+    proc = run(*command, "--from-offset", "10", "--to-offset", "5")
+    assert proc.returncode == 2, proc.stderr
+    assert "--from-offset 10 is after --to-offset 5" in proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("option", ["--from-offset", "--to-offset"])
+def test_negative_offset_is_a_usage_error(option: str) -> None:
+    proc = run("replay", LOGDIR, "--topic", "payments", "--partition", "0", option, "-1")
+    assert proc.returncode == 2 and "-1 is not in the range" in proc.stderr
+
+
+def test_equal_bounds_are_a_valid_range() -> None:
+    proc = run("dump", LOGDIR / "payments-0", "--from-offset", "19", "--to-offset", "19",
+               "--format", "jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert '"base_offset":19' in proc.stdout
+
+
+def test_dump_of_only_undecodable_files_fails(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not kafka")
+    proc = run("dump", notes, ROOT / "README.md")
+    assert proc.returncode == 2
+    assert "nothing to decode" in proc.stderr
+    assert f"ignoring unknown file {notes}" in proc.stderr
+
+
+def test_dump_with_one_decodable_file_succeeds(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not kafka")
+    proc = run("dump", notes, LOGDIR / "replication-offset-checkpoint")
+    assert proc.returncode == 0, proc.stderr
+    assert f"ignoring unknown file {notes}" in proc.stderr
+
+
+def test_version_names_the_supported_kafka_versions() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("kafkatx 0.")
+    assert "Apache Kafka 0.8 to 4.1" in second and "KIP-890" in second
