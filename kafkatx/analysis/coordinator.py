@@ -317,7 +317,7 @@ def coordinator_view(
     pdirs = evidence.all_partitions() if isinstance(evidence, Discovery) else tuple(evidence)
     view = CoordinatorView(num_partitions_assumed=num_partitions)
     reads = [read_partition(p, include_segment_damage=include_segment_damage)
-             for p in _one_copy_each(pdirs, view.problems)]
+             for p in one_copy_each(pdirs, view.problems)]
     for pr in reads:
         view.partitions_present.add(pr.partition)
         view.sources[pr.partition] = pr.path
@@ -338,12 +338,13 @@ def coordinator_view(
     return view
 
 
-def _one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str]) -> list[PartitionDir]:
-    """One directory per partition number: copies of several brokers are replicas of the same
-    log; the largest is read (the others are named in ``problems``)."""
+def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str = TOPIC
+                  ) -> list[PartitionDir]:
+    """One directory per partition number of ``topic``: copies of several brokers are replicas
+    of the same log; the largest is read (the others are named in ``problems``)."""
     copies: dict[int, list[PartitionDir]] = {}
     for p in pdirs:
-        if p.topic == TOPIC and p.is_live:
+        if p.topic == topic and p.is_live:
             copies.setdefault(p.partition, []).append(p)
     chosen = []
     for partition, dirs in sorted(copies.items()):
@@ -351,7 +352,7 @@ def _one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str]) -> list[P
         chosen.append(best)
         others = [str(d.path) for d in dirs if d is not best]
         if others:
-            problems.append(f"{TOPIC}-{partition}: {len(dirs)} copies (replicas); read "
+            problems.append(f"{topic}-{partition}: {len(dirs)} copies (replicas); read "
                             f"{best.path}, the largest; not read: {', '.join(others)}")
     return chosen
 

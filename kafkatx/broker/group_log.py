@@ -3,20 +3,17 @@
 Mirrors ``GroupMetadataManager``: ``groupMetadataValue`` (GroupMetadataValue v3, the highest
 non-flexible version), ``offsetCommitValue`` (OffsetCommitValue v3, or v1 when the commit has an
 expire timestamp), ``generateOffsetRecords`` (one batch; transactional commits carry the
-producer's id and epoch and base sequence 0), ``doLoadGroupsAndOffsets`` (last value per key
-wins, a tombstone removes; transactional commits stay pending per producer until a COMMIT marker
-materialises them or an ABORT discards them) and ``readGroupMessageValue`` / ``loadGroup``
-(members present: Stable, else Empty).
+producer's id and epoch and base sequence 0), ``doLoadGroupsAndOffsets`` (its rules live in
+:class:`kafkatx.semantics.group_offsets.GroupOffsetsLoad`, shared with ``kafkatx groups``) and
+``readGroupMessageValue`` / ``loadGroup`` (members present: Stable, else Empty).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from kafkatx.broker.coordinator_log import KeyValue
 from kafkatx.broker.groups import (
-    CommitRecord,
     GroupMetadata,
     GroupState,
     MemberMetadata,
@@ -32,14 +29,12 @@ from kafkatx.formats.consumer_offsets import (
     OffsetCommitValue,
     build_key,
     build_value,
-    parse_key,
-    parse_value,
 )
 from kafkatx.formats.record_batch import ControlType, RecordBatch
+from kafkatx.semantics.group_offsets import GroupOffsetsLoad
 
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
-GroupTopicPartition = tuple[str, str, int]
 
 
 def group_metadata_record(group: GroupMetadata, assignment: Mapping[str, bytes]) -> KeyValue:
@@ -76,47 +71,11 @@ def offset_commit_records(group_id: str, offsets: Mapping[TopicPartition, Offset
     return records
 
 
-@dataclass
-class _Loaded:
-    offsets: dict[GroupTopicPartition, CommitRecord] = field(default_factory=dict)
-    pending: dict[int, dict[GroupTopicPartition, CommitRecord]] = field(default_factory=dict)
-    groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
-
-    def marker(self, producer_id: int, commit: bool) -> None:
-        if commit:
-            for gtp, record in self.pending.get(producer_id, {}).items():
-                current = self.offsets.get(gtp)
-                if current is None or current.older_than(record):
-                    self.offsets[gtp] = record
-        self.pending.pop(producer_id, None)
-
-    def record(self, batch: RecordBatch, key_bytes: bytes | None,
-               value_bytes: bytes | None) -> None:
-        h = batch.header
-        key = parse_key(key_bytes or b"")
-        value = parse_value(key, value_bytes)
-        if isinstance(key, OffsetCommitKey):
-            gtp = (key.group, key.topic, key.partition)
-            target = self.pending.setdefault(h.producer_id, {}) if h.is_transactional \
-                else self.offsets
-            if isinstance(value, OffsetCommitValue):
-                target[gtp] = CommitRecord(h.base_offset, OffsetAndMetadata(
-                    value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
-                    value.expire_timestamp_ms))
-            else:
-                target.pop(gtp, None)
-        elif isinstance(key, GroupMetadataKey):
-            if isinstance(value, GroupMetadataValue):
-                self.groups[key.group] = value
-            else:
-                self.groups.pop(key.group, None)
-
-
 def load_groups(batches: Iterable[RecordBatch], now_ms: int,
                 warn: Callable[[str], None]) -> list[GroupMetadata]:
     """The groups of one ``__consumer_offsets`` partition with their offsets and the pending
     transactional commits of producers whose marker is not there yet."""
-    loaded = _Loaded()
+    loaded = GroupOffsetsLoad()
     for batch in batches:
         if batch.header.is_control:
             if batch.control is not None:
@@ -125,13 +84,12 @@ def load_groups(batches: Iterable[RecordBatch], now_ms: int,
             continue
         for record in batch.records or ():
             try:
-                loaded.record(batch, record.key, record.value)
+                loaded.record(batch.header.base_offset, batch.header.producer_id,
+                              batch.header.is_transactional, record.key, record.value)
             except FormatError as exc:
                 warn(f"offset {record.offset}: {exc}; ignored")
-    names = set(loaded.groups) | {g for g, _, _ in loaded.offsets} | {
-        g for offsets in loaded.pending.values() for g, _, _ in offsets}
     out = []
-    for name in sorted(names):
+    for name in sorted(loaded.group_names()):
         group = _group(name, loaded.groups.get(name), now_ms)
         group.offsets = {(t, p): r for (g, t, p), r in loaded.offsets.items() if g == name}
         for pid, offsets in loaded.pending.items():

@@ -19,6 +19,9 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_protocol import subscription_topics
+from kafkatx.semantics.group_offsets import CommitRecord, OffsetAndMetadata
+
+__all__ = ["CommitRecord", "OffsetAndMetadata"]  # re-exported: the load rules live in semantics
 
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
 NO_GENERATION = -1
@@ -45,28 +48,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
                        G.DEAD}),
     G.EMPTY: frozenset({G.PREPARING_REBALANCE}),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """``OffsetAndMetadata``: what a commit stores (-1 for an absent leader epoch/expiry)."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class CommitRecord:
-    """``CommitRecordMetadataAndOffset``: a commit and the offset of its batch in the log."""
-
-    log_offset: int | None
-    value: OffsetAndMetadata
-
-    def older_than(self, other: CommitRecord) -> bool:
-        return (self.log_offset or 0) < (other.log_offset or 0)
 
 
 @dataclass(frozen=True, slots=True)

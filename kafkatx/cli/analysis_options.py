@@ -233,9 +233,11 @@ def scan_bytes(disc: Discovery) -> int:
     return sum(s.log_size for p in disc.all_partitions() for s in p.segments)
 
 
-def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspection:
+def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
+                   then: Callable[[Engine, Inspection], None] | None = None) -> Inspection:
     """Discover, analyze with the chosen engine (a progress bar on a TTY), record and write the
-    manifest, and the ``--output`` tables."""
+    manifest, and the ``--output`` tables; ``then`` runs with the engine still open (for
+    commands that replay partitions after the inspection)."""
     if not paths:
         raise click.UsageError("give at least one PATH")
     manifest = None
@@ -269,7 +271,9 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions) -> Inspect
                 with recording(manifest):
                     result = engine.inspect(paths, options=options.engine_options,
                                             progress=bar.advance, on_partition=bar.partition)
-        if output is not None:
+        if then is not None:
+            then(engine, result)
+        elif output is not None:
             write_inspection(engine, output, result)
     if manifest is not None and options.manifest is not None:
         target = manifest.write(options.manifest)

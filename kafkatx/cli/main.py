@@ -9,6 +9,7 @@ import click
 
 from kafkatx import SUPPORTED_KAFKA, __version__
 from kafkatx.cli.dump_cmd import dump_command
+from kafkatx.cli.groups_cmd import groups_command
 from kafkatx.cli.inspect_cmd import inspect_command
 from kafkatx.cli.lso_cmd import lso_command
 from kafkatx.cli.replay_cmd import replay_command
@@ -42,6 +43,7 @@ cli.add_command(dump_command)
 cli.add_command(lso_command)
 cli.add_command(inspect_command)
 cli.add_command(verify_command)
+cli.add_command(groups_command)
 cli.add_command(replay_command)
 cli.add_command(serve_command)
 cli.add_command(txn_partition_command)
