@@ -281,7 +281,8 @@ class GroupSummary:
         return out
 
 
-VisibilityOf = Callable[[PartitionReport], PartitionVisibility]
+# None: not replayed (the row then has no record counts and a status from offsets alone)
+VisibilityOf = Callable[[PartitionReport], PartitionVisibility | None]
 
 
 def group_report(loaded: LoadedGroups, reports: Sequence[PartitionReport],
@@ -352,7 +353,7 @@ def _position(group: str, topic: str, partition: int, record: CommitRecord, n: i
         status=NOT_CAPTURED if report is None else LAGGING)
 
 
-def _lag(row: GroupPartition, report: PartitionReport, vis: PartitionVisibility,
+def _lag(row: GroupPartition, report: PartitionReport, vis: PartitionVisibility | None,
          holder: Holder | None, now_ms: int | None) -> None:
     end = report.log_end_offset if report.high_watermark is None else report.high_watermark
     lso = report.last_stable_offset
@@ -363,10 +364,13 @@ def _lag(row: GroupPartition, report: PartitionReport, vis: PartitionVisibility,
     row.high_watermark = report.high_watermark
     row.log_end_offset = report.log_end_offset
     row.lag_offsets = max(end - committed, 0)
-    row.lag_records_read_committed = vis.visible_from(committed)
-    row.records_behind_lso = vis.behind_lso_from(committed)
+    if vis is not None:
+        row.lag_records_read_committed = vis.visible_from(committed)
+        row.records_behind_lso = vis.behind_lso_from(committed)
     if committed < report.log_start_offset or committed > report.log_end_offset:
         row.status = OUT_OF_RANGE
+    elif row.lag_records_read_committed is None or row.records_behind_lso is None:
+        row.status = CAUGHT_UP if committed >= end else LAGGING
     elif row.lag_records_read_committed > 0:
         row.status = LAGGING
     elif row.records_behind_lso > 0 and holder is not None:
@@ -380,6 +384,20 @@ def _lag(row: GroupPartition, report: PartitionReport, vis: PartitionVisibility,
         reference = now_ms if now_ms is not None else report.max_timestamp
         if reference is not None and holder.first_timestamp >= 0:
             row.holder_age_ms = max(reference - holder.first_timestamp, 0)
+
+
+def held_by_transaction(report: PartitionReport) -> bool:
+    """An open transaction holds the partition's LSO below its high watermark."""
+    end = report.log_end_offset if report.high_watermark is None else report.high_watermark
+    return report.lso_source == "open_transaction" and report.last_stable_offset < end
+
+
+ATTENTION = (STUCK_BEHIND_TRANSACTION, UNSTABLE, OUT_OF_RANGE)
+
+
+def needing_attention(summaries: Sequence[GroupSummary]) -> list[GroupPartition]:
+    """The group positions ``inspect`` shows: stuck, unstable or out of range."""
+    return [p for s in summaries for p in s.partitions if p.status in ATTENTION]
 
 
 def _holder(report: PartitionReport, findings: Sequence[Finding]) -> Holder | None:

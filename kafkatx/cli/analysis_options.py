@@ -234,10 +234,12 @@ def scan_bytes(disc: Discovery) -> int:
 
 
 def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
-                   then: Callable[[Engine, Inspection], None] | None = None) -> Inspection:
+                   then: Callable[[Engine, Inspection], None] | None = None,
+                   own_output: bool = False) -> Inspection:
     """Discover, analyze with the chosen engine (a progress bar on a TTY), record and write the
-    manifest, and the ``--output`` tables; ``then`` runs with the engine still open (for
-    commands that replay partitions after the inspection)."""
+    manifest, and the ``--output`` tables (unless ``own_output``: the command writes its own);
+    ``then`` runs with the engine still open (for commands that replay partitions after the
+    inspection)."""
     if not paths:
         raise click.UsageError("give at least one PATH")
     manifest = None
@@ -273,7 +275,7 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
                                             progress=bar.advance, on_partition=bar.partition)
         if then is not None:
             then(engine, result)
-        elif output is not None:
+        if output is not None and not own_output:
             write_inspection(engine, output, result)
     if manifest is not None and options.manifest is not None:
         target = manifest.write(options.manifest)

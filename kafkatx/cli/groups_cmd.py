@@ -23,6 +23,7 @@ from kafkatx.analysis.groups import (
     GroupSummary,
     PartitionVisibility,
     group_report,
+    held_by_transaction,
     load_groups,
 )
 from kafkatx.analysis.partition_report import PartitionReport
@@ -60,6 +61,26 @@ def visibility(engine: Engine, pdir: PartitionDir, report: PartitionReport,
     return PartitionVisibility(visible=sorted(visible), behind_lso=sorted(behind))
 
 
+def analyze_groups(engine: Engine, result: Inspection, problems: list[str], *,
+                   now_ms: int | None, groups: Sequence[str] = (),
+                   replay_all: bool = True) -> list[GroupSummary]:
+    """The groups of the inspected paths; ``replay_all=False`` replays only the partitions an
+    open transaction holds (enough to tell stuck groups, as ``inspect`` needs)."""
+    disc = result.discovery
+    pdirs = disc.all_partitions() if disc is not None else []
+    dirs = {str(p.path): p for p in pdirs}
+    loaded = load_groups(pdirs)
+    problems.extend(loaded.problems)
+
+    def visibility_of(report: PartitionReport) -> PartitionVisibility | None:
+        if not replay_all and not held_by_transaction(report):
+            return None
+        return visibility(engine, dirs[report.path], report, problems)
+
+    return group_report(loaded, result.partitions, result.findings, visibility_of,
+                        now_ms=now_ms, groups=groups)
+
+
 @click.command("groups")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--group", "groups", multiple=True, metavar="NAME",
@@ -82,24 +103,19 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
 
     def analyze(engine: Engine, result: Inspection) -> None:
         disc = result.discovery
-        pdirs = disc.all_partitions() if disc is not None else []
-        dirs = {str(p.path): p for p in pdirs}
-        loaded = load_groups(pdirs)
-        problems.extend(loaded.problems)
-        if not any(p.topic == "__consumer_offsets" for p in pdirs):
+        if disc is None or not any(p.topic == "__consumer_offsets"
+                                   for p in disc.all_partitions()):
             problems.append("no __consumer_offsets partition under the given paths: no "
                             "group to report")
-        summaries.extend(group_report(
-            loaded, result.partitions, result.findings,
-            lambda report: visibility(engine, dirs[report.path], report, problems),
-            now_ms=analysis.now_ms, groups=groups))
+        summaries.extend(analyze_groups(engine, result, problems, now_ms=analysis.now_ms,
+                                        groups=groups))
         if analysis.engine.output is not None:
             from kafkatx.engines.group_tables import group_tables
 
             written = engine.write_tables(analysis.engine.output, group_tables(summaries))
             stderr_console().print(f"wrote {', '.join(written)}", markup=False)
 
-    result = run_inspection(paths, analysis, then=analyze)
+    result = run_inspection(paths, analysis, then=analyze, own_output=True)
     err = stderr_console()
     for p in [*result.problems, *problems]:
         err.print(f"kafkatx: warning: {p}", markup=False)

@@ -12,8 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
+from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.groups_cmd import analyze_groups
 from kafkatx.cli.lso_cmd import (
     duration,
     human_size,
@@ -25,6 +27,7 @@ from kafkatx.cli.lso_cmd import (
     table_footer,
 )
 from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.engines.base import Engine
 from kafkatx.engines.local import Inspection
 
 PER_KIND = 10  # findings shown per kind in tables without --all
@@ -117,6 +120,29 @@ def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
     out.print(line, highlight=False)
 
 
+def attention_line(p: GroupPartition) -> str:
+    """One line per stuck, unstable or out-of-range group position."""
+    where = f"{p.group} on {p.topic}-{p.partition}: {p.status}"
+    if p.status == UNSTABLE:
+        return (f"{where}: a transactional commit of offset {p.pending_offset} has no marker; "
+                "consumers fetching stable offsets wait for that transaction")
+    if p.status == OUT_OF_RANGE:
+        return (f"{where}: committed {p.committed_offset} outside [{p.log_start_offset}, "
+                f"{p.log_end_offset}]: the consumer resets by auto.offset.reset")
+    line = (f"{where} at {p.committed_offset} (LSO {p.last_stable_offset}, HW "
+            f"{p.high_watermark if p.high_watermark is not None else p.log_end_offset}), "
+            f"{p.records_behind_lso} record(s) behind the LSO")
+    if p.holder is not None:
+        h = p.holder
+        line += (f", held by {h.transactional_id or 'producer'} {h.producer_id}/"
+                 f"{h.producer_epoch} from offset {h.first_offset}")
+        if p.holder_age_ms is not None:
+            line += f" ({duration(p.holder_age_ms)})"
+        if h.finding:
+            line += f" [{h.finding}]"
+    return line
+
+
 def inactive_dicts(result: Inspection) -> list[dict[str, object]]:
     if result.discovery is None:
         return []
@@ -140,13 +166,21 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     where Kafka has one, the command an operator would run. Exit status 0 whatever is found
     (see `kafkatx verify` for a pass/fail status).
     """
-    result = run_inspection(paths, analysis)
+    attention: list[GroupPartition] = []
+
+    def groups_section(engine: Engine, result: Inspection) -> None:
+        summaries = analyze_groups(engine, result, result.problems, now_ms=analysis.now_ms,
+                                   replay_all=False)
+        attention.extend(needing_attention(summaries))
+
+    result = run_inspection(paths, analysis, then=groups_section)
     reports = sorted_reports(result.partitions)
     if fmt == "json":
         doc = {"partitions": [r.to_dict() for r in reports],
                "findings": [f.to_dict() for f in result.findings],
                "problems": list(result.problems),
-               "inactive_partitions": inactive_dicts(result)}
+               "inactive_partitions": inactive_dicts(result),
+               "groups": [p.to_dict() for p in attention]}
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         return
@@ -157,6 +191,12 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
         out.print()
         out.print(lso_table(reports, now_ms=analysis.now_ms, with_counts=True))
         table_footer(reports, out)
+    if attention:
+        out.print()
+        out.print(f"[bold]consumer groups needing attention[/] ({len(attention)}; "
+                  "`kafkatx groups` shows every group)", highlight=False)
+        for p in attention:
+            out.print(f"  {attention_line(p)}", markup=False, highlight=False)
     out.print()
     counts = severity_counts(result.findings)
     out.print(f"[bold]findings[/] ({summary_text(counts)})", highlight=False)

@@ -234,3 +234,24 @@ def test_cli_table_csv_filter_and_evidence_untouched(tmp_path: Path) -> None:
     (orders,) = groups_json(ROOT / "fixtures" / "served" / "clean")["fulfilment"]["partitions"]
     assert (orders["lag_offsets"], orders["lag_records_read_committed"]) == (1, 0)
     assert orders["status"] == "caught_up"
+
+
+def test_inspect_lists_the_groups_needing_attention(tmp_path: Path) -> None:
+    """``inspect`` names the stuck (``UnifiedLog#fetchLastStableOffsetMetadata``), unstable
+    (``GroupMetadataManager#getOffsets`` with require_stable) and out-of-range positions only."""
+    b = LogDirBuilder(tmp_path / "d")
+    data_partition(b)
+    co = b.partition(CO, 3)
+    commit(co, "reader", "t", 0, 0)
+    commit(co, "stuck", "t", 0, 9)
+    commit(co, "beyond", "t", 0, 20)
+    commit(co, "txn", "t", 0, 11, pid=80, epoch=0, txn=True)
+    b.build()
+    doc = json.loads(run("inspect", b.root, "--format", "json"))
+    assert sorted((g["group"], g["status"]) for g in doc["groups"]) == [
+        ("beyond", "offset_out_of_range"), ("stuck", "stuck_behind_transaction"),
+        ("txn", "unstable_offset_commit")]
+    table = run("inspect", b.root)
+    assert "consumer groups needing attention (3;" in table
+    assert "stuck on t-0: stuck_behind_transaction at 9 (LSO 9, HW 14), 5 record(s) behind " \
+           "the LSO, held by producer 9/3 from offset 9" in table
