@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from kafkatx.broker.capture_copy import copy_capture
 from kafkatx.broker.config import (
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
@@ -21,6 +22,7 @@ from kafkatx.broker.config import (
 )
 from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, parse_rule
 from kafkatx.broker.server import Broker, run_broker
+from kafkatx.errors import KafkatxError
 
 
 def _parse_faults(ctx: click.Context, param: click.Parameter,
@@ -39,6 +41,12 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 @click.option("--log-dir", default="./kafkatx-data", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="The Kafka log dir to write (created if missing, loaded if present).")
+@click.option("--from", "from_dir", default=None, metavar="CAPTURE",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Serve a copy of a captured broker log dir: it is copied (reflinked where "
+                   "the file system can) into --log-dir, which must be new or empty, and "
+                   "loaded as Kafka would load it; the capture's bytes and mtimes never "
+                   "change. The capture's node.id is used unless --node-id is given.")
 @click.option("--partitions", "num_partitions", default=1, show_default=True,
               type=click.IntRange(1), help="Partitions of auto-created topics (num.partitions).")
 @click.option("--auto-create/--no-auto-create", default=True, show_default=True,
@@ -91,7 +99,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
                   transaction_version: int, faults: tuple[FaultRule, ...],
-                  verbose: bool) -> None:
+                  verbose: bool, from_dir: Path | None = None) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
     Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
@@ -102,6 +110,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     down cleanly: producer snapshots, indexes and checkpoints are written, exit status 0.
     A crash-after fault exits with status 3 instead.
     """
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if from_dir is not None:
+        node_id = _copy_capture(from_dir, log_dir, node_id, console)
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           segment_ms=segment_ms,
@@ -112,7 +123,6 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
                           group_min_session_timeout_ms=group_min_session_timeout_ms,
                           transaction_version=transaction_version, faults=faults)
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def listening(broker: Broker) -> None:
         broker.log(f"kafkatx serve: node {node_id}, log dir {log_dir}, cluster "
@@ -126,3 +136,20 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
         asyncio.run(run_broker(config, console=console, on_listening=listening))
     except OSError as exc:
         raise click.ClickException(f"cannot serve on {host}:{port}: {exc}") from None
+
+
+def _copy_capture(capture: Path, log_dir: Path, node_id: int, console: Console) -> int:
+    """Copy the capture into the log dir; the node id serve runs as."""
+    try:
+        copied = copy_capture(capture, log_dir)
+    except KafkatxError as exc:
+        raise click.UsageError(str(exc)) from None
+    ctx = click.get_current_context()
+    if copied.node_id is not None and \
+            ctx.get_parameter_source("node_id") is click.core.ParameterSource.DEFAULT:
+        node_id = copied.node_id
+    how = f", {copied.reflinked} reflinked" if copied.reflinked else ""
+    console.print(f"kafkatx serve: copied {copied.files} file(s), {copied.bytes} bytes{how}, "
+                  f"from {capture} into {log_dir}; the capture itself is never written",
+                  markup=False)
+    return node_id
