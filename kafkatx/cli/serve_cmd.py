@@ -20,7 +20,8 @@ from kafkatx.broker.config import (
     DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS,
     BrokerConfig,
 )
-from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, parse_rule
+from kafkatx.broker.control import start_control
+from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, Faults, parse_rule
 from kafkatx.broker.server import Broker, run_broker
 from kafkatx.errors import KafkatxError
 
@@ -41,6 +42,10 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 @click.option("--log-dir", default="./kafkatx-data", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="The Kafka log dir to write (created if missing, loaded if present).")
+@click.option("--control-port", type=click.IntRange(0, 65535), default=None,
+              help="Also listen on this loopback port (0: a free one, printed as `control on "
+                   "HOST:PORT` after `listening on`) for fault commands at run time: `add RULE`, "
+                   "`remove RULE`, `clear`, `list` (what kafkatx.testing uses).")
 @click.option("--from", "from_dir", default=None, metavar="CAPTURE",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Serve a copy of a captured broker log dir: it is copied (reflinked where "
@@ -99,7 +104,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
                   transaction_version: int, faults: tuple[FaultRule, ...],
-                  verbose: bool, from_dir: Path | None = None) -> None:
+                  verbose: bool, from_dir: Path | None = None,
+                  control_port: int | None = None) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
     Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
@@ -124,6 +130,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           group_min_session_timeout_ms=group_min_session_timeout_ms,
                           transaction_version=transaction_version, faults=faults)
 
+    tasks: list[asyncio.Future[asyncio.Server]] = []  # keeps the control server referenced
+
     def listening(broker: Broker) -> None:
         broker.log(f"kafkatx serve: node {node_id}, log dir {log_dir}, cluster "
                    f"{broker.logs.cluster_id}")
@@ -131,6 +139,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
             broker.warn(f"fault injected: {rule}")
         sys.stdout.write(f"listening on {broker.advertised_host}:{broker.port}\n")
         sys.stdout.flush()
+        if control_port is not None:
+            tasks.append(asyncio.ensure_future(_control(broker, host, control_port)))
 
     try:
         asyncio.run(run_broker(config, console=console, on_listening=listening))
@@ -153,3 +163,16 @@ def _copy_capture(capture: Path, log_dir: Path, node_id: int, console: Console) 
                   f"from {capture} into {log_dir}; the capture itself is never written",
                   markup=False)
     return node_id
+
+
+async def _control(broker: Broker, host: str, port: int) -> asyncio.Server:
+    def put(faults: Faults) -> None:
+        for rule in set(faults.rules) - set(broker.faults.rules):
+            broker.warn(f"fault injected: {rule}")
+        broker.faults = faults
+
+    server = await start_control(host, port, lambda: broker.faults, put)
+    bound = server.sockets[0].getsockname()[1]
+    sys.stdout.write(f"control on {host}:{bound}\n")
+    sys.stdout.flush()
+    return server  # kept referenced by its task until the loop ends
