@@ -15,6 +15,7 @@ from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.cluster_cmd import load_clusters, render_cluster_summary
 from kafkatx.cli.groups_cmd import analyze_groups
 from kafkatx.cli.lso_cmd import (
     duration,
@@ -29,6 +30,7 @@ from kafkatx.cli.lso_cmd import (
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.engines.base import Engine
 from kafkatx.engines.local import Inspection
+from kafkatx.storage.filesystems import is_uri
 
 PER_KIND = 10  # findings shown per kind in tables without --all
 SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "cyan"}
@@ -175,8 +177,10 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
 
     result = run_inspection(paths, analysis, then=groups_section)
     reports = sorted_reports(result.partitions)
+    clusters = [] if any(is_uri(p) for p in paths) else load_clusters(paths, None)
     if fmt == "json":
         doc = {"partitions": [r.to_dict() for r in reports],
+               "cluster": clusters,
                "findings": [f.to_dict() for f in result.findings],
                "problems": list(result.problems),
                "inactive_partitions": inactive_dicts(result),
@@ -187,6 +191,8 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     print_problems(result)
     out = stdout_console()
     _header(result, paths, out)
+    for cluster in clusters:
+        render_cluster_summary(cluster, out)
     if reports:
         out.print()
         out.print(lso_table(reports, now_ms=analysis.now_ms, with_counts=True))

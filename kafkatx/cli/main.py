@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafkatx import SUPPORTED_KAFKA, __version__
+from kafkatx.cli.cluster_cmd import cluster_command
 from kafkatx.cli.dump_cmd import dump_command
 from kafkatx.cli.groups_cmd import groups_command
 from kafkatx.cli.inspect_cmd import inspect_command
@@ -48,6 +49,7 @@ cli.add_command(replay_command)
 cli.add_command(serve_command)
 cli.add_command(txn_partition_command)
 cli.add_command(timeline_command)
+cli.add_command(cluster_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,211 @@
+"""``kafkatx cluster``: the cluster a KRaft node's metadata log describes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kafkatx.analysis.cluster_view import build_cluster_view, cluster_dict
+from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.output import format_option, stderr_console, stdout_console
+from kafkatx.errors import KafkatxError
+from kafkatx.storage.metadata_log import find_metadata_dirs, open_metadata_dir
+
+PARTITIONS_SHOWN = 10  # per topic in tables without --all
+
+
+def load_clusters(paths: tuple[str, ...], as_of_offset: int | None) -> list[dict[str, Any]]:
+    dirs = find_metadata_dirs(paths)
+    return [cluster_dict(build_cluster_view(open_metadata_dir(d), as_of_offset=as_of_offset))
+            for d in dirs]
+
+
+@click.command("cluster")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--as-of-offset", type=int,
+              help="The cluster as it stood after metadata log offset N.")
+@click.option("--all", "show_all", is_flag=True,
+              help=f"Every partition (tables show {PARTITIONS_SHOWN} per topic).")
+@format_option(("table", "json"))
+def cluster_command(paths: tuple[str, ...], as_of_offset: int | None, show_all: bool,
+                    fmt: str) -> None:
+    """Topics, partitions, leaders, configs, features, brokers and producer-id blocks, from a
+    KRaft metadata log (__cluster_metadata-0: the newest snapshot, then the log after it).
+
+    PATH may be the __cluster_metadata-0 dir, a log dir holding it, or a folder of copies from
+    several nodes. Read-only.
+    """
+    for p in paths:
+        if not Path(p).is_dir():
+            raise KafkatxError(f"{p}: not a directory")
+    clusters = load_clusters(paths, as_of_offset)
+    if not clusters:
+        raise KafkatxError(f"{' '.join(paths)}: no __cluster_metadata-N directory found (a KRaft "
+                           "node keeps it in its metadata.log.dir)")
+    if fmt == "json":
+        sys.stdout.write(json.dumps(clusters, indent=1, ensure_ascii=False) + "\n")
+        return
+    err = stderr_console()
+    out = stdout_console()
+    for c in clusters:
+        for line in c["problems"]:
+            err.print(f"[yellow]problem[/] {escape(line)}", highlight=False)
+        render_cluster(c, out, show_all=show_all)
+
+
+def _source_line(c: dict[str, Any]) -> str:
+    s = c["source"]
+    parts = [f"metadata log {c['path']}"]
+    if s["log_end_offset"] is not None:
+        parts.append(f"offsets {s['log_start_offset']}..{s['log_end_offset'] - 1}")
+    if s["snapshot"]:
+        parts.append(f"image: snapshot at {s['snapshot_end_offset']} + log tail")
+    else:
+        parts.append("image: log from offset 0")
+    if s["as_of_offset"] is not None:
+        parts.append(f"as of offset {s['as_of_offset']}")
+    parts.append(f"history from offset {s['history_start_offset']}")
+    return ", ".join(parts)
+
+
+def _table(*columns: str) -> Table:
+    t = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2, 0, 0))
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
+
+
+def _ids(xs: list[int]) -> str:
+    return ",".join(map(str, xs)) or "-"
+
+
+def render_cluster(c: dict[str, Any], out: Console, *, show_all: bool) -> None:
+    out.print(f"[bold]kafkatx cluster[/] {escape(_source_line(c))}", highlight=False)
+    qs = c["quorum_state"]
+    if qs:
+        out.print(f"quorum-state: leader {qs['leader_id']} in epoch {qs['leader_epoch']}, "
+                  f"voted for {qs['voted_id']}", highlight=False)
+    for r in c["raft_leaders"]:
+        out.print(f"  quorum epoch {r['epoch']}: leader {r['leader_id']} from metadata offset "
+                  f"{r['metadata_offset']} ({iso_ms(r['timestamp'])})", highlight=False)
+    mv = c["metadata_version"]
+    feats = ", ".join(f"{k}={v}" for k, v in c["features"].items() if k != "metadata.version")
+    out.print(f"metadata.version: {mv['level']} ({mv['release']})" if mv else
+              "metadata.version: not finalized", highlight=False)
+    out.print(f"features: {feats or '-'}", highlight=False)
+    if c["open_metadata_transaction"]:
+        out.print(f"[yellow]open metadata transaction from offset "
+                  f"{c['open_metadata_transaction']['metadata_offset']} (not applied)[/]")
+
+    out.print("\n[bold]brokers[/]")
+    t = _table("id", "epoch", "state", "endpoints", "rack", "log dirs")
+    for b in c["brokers"]:
+        state = "fenced" if b["fenced"] else "unfenced"
+        if b["in_controlled_shutdown"]:
+            state += ", controlled shutdown"
+        t.add_row(str(b["broker_id"]), str(b["broker_epoch"]), state, " ".join(b["endpoints"]),
+                  b["rack"] or "-", " ".join(b["log_dirs"]) or "-")
+    out.print(t)
+
+    out.print("\n[bold]topics[/]")
+    t = _table("topic", "topic id", "partitions", "created (offset)", "configs")
+    for topic in c["topics"]:
+        cfg = " ".join(f"{k}={v}" for k, v in sorted(topic["configs"].items())) or "-"
+        created = topic["created"]["metadata_offset"]
+        t.add_row(topic["topic"], topic["topic_id"], str(topic["partition_count"]),
+                  "snapshot" if created is None else str(created), cfg)
+    out.print(t)
+    for other in c["configs"]:
+        cfg = " ".join(f"{k}={v}" for k, v in other["configs"].items())
+        name = other["resource_name"] or "(cluster default)"
+        out.print(f"{other['resource_type']} {escape(name)} configs: {escape(cfg)}",
+                  highlight=False)
+
+    out.print("\n[bold]partitions[/]")
+    t = _table("partition", "leader", "leader epoch", "isr", "replicas",
+               "leader epochs (epoch:leader@metadata offset)")
+    for topic in c["topics"]:
+        parts = topic["partitions"]
+        for p in parts if show_all else parts[:PARTITIONS_SHOWN]:
+            history = " ".join(
+                f"{e['leader_epoch']}:{e['leader']}@"
+                f"{'snapshot' if e['metadata_offset'] is None else e['metadata_offset']}"
+                for e in p["leader_epoch_history"])
+            t.add_row(f"{topic['topic']}-{p['partition']}", str(p["leader"]),
+                      str(p["leader_epoch"]), _ids(p["isr"]), _ids(p["replicas"]), history)
+        if not show_all and len(parts) > PARTITIONS_SHOWN:
+            t.add_row(f"[dim]… {len(parts) - PARTITIONS_SHOWN} more of {topic['topic']} "
+                      "(--all)[/]", "", "", "", "", "")
+    out.print(t)
+
+    out.print("\n[bold]history[/]")
+    t = _table("metadata offset", "time (UTC)", "change")
+    events: list[tuple[int, int, str]] = []
+    for f in c["feature_history"]:
+        rel = f" ({f['release']})" if "release" in f else ""
+        events.append((f["metadata_offset"], f["timestamp"],
+                       f"feature {f['feature']} = {f['level']}{rel}"))
+    for e in c["topic_history"]:
+        events.append((e["metadata_offset"], e["timestamp"],
+                       f"topic {e['topic']} {e['event']} (id {e['topic_id']})"))
+    for cfg in c["config_history"]:
+        what = "deleted" if cfg["value"] is None else f"= {cfg['value']}"
+        name = cfg["resource_name"] or "(cluster default)"
+        events.append((cfg["metadata_offset"], cfg["timestamp"],
+                       f"config {cfg['resource_type']} {name}: {cfg['name']} {what}"))
+    for b in c["producer_id_blocks"]:
+        events.append((b["metadata_offset"], b["timestamp"],
+                       f"producer ids {b['first_producer_id']}..{b['last_producer_id']} to "
+                       f"broker {b['broker_id']} (epoch {b['broker_epoch']})"))
+    events.sort(key=lambda e: (-1 if e[0] is None else e[0]))
+    for offset, ts, text in events:
+        t.add_row("snapshot" if offset is None else str(offset), iso_ms(ts), escape(text))
+    out.print(t)
+    out.print(f"next producer id: {c['next_producer_id']}", highlight=False)
+    for p in c["replay_problems"]:
+        out.print(f"[yellow]replay problem at offset {p['metadata_offset']}: "
+                  f"{escape(p['message'])}[/]")
+    out.print()
+
+
+def render_cluster_summary(c: dict[str, Any], out: Console) -> None:
+    """The few lines ``inspect`` shows of a metadata log (``kafkatx cluster`` has the rest)."""
+    s = c["source"]
+    span = (f", offsets {s['log_start_offset']}..{s['log_end_offset'] - 1}"
+            if s["log_end_offset"] is not None else "")
+    out.print(f"[bold]cluster[/] (KRaft metadata log {escape(c['path'])}{span})",
+              highlight=False)
+    mv = c["metadata_version"]
+    parts = [f"metadata.version {mv['level']} ({mv['release']})" if mv
+             else "metadata.version not finalized"]
+    tv_changes = [f for f in c["feature_history"] if f["feature"] == "transaction.version"]
+    tv = c["features"].get("transaction.version", 0)
+    text = f"transaction.version {tv}"
+    if len(tv_changes) > 1 and tv_changes[-1]["metadata_offset"] is not None:
+        text += (f" since metadata offset {tv_changes[-1]['metadata_offset']} "
+                 f"({tv_changes[-2]['level']} before)")
+    parts.append(text)
+    partitions = sum(t["partition_count"] for t in c["topics"])
+    parts.append(f"{len(c['topics'])} topics, {partitions} partitions")
+    out.print("  " + "; ".join(parts), highlight=False)
+    brokers = ", ".join(f"{b['broker_id']} (epoch {b['broker_epoch']}, "
+                        f"{'fenced' if b['fenced'] else 'unfenced'})" for b in c["brokers"])
+    blocks = c["producer_id_blocks"]
+    ids = (f"producer ids {blocks[0]['first_producer_id']}..{blocks[-1]['last_producer_id']} "
+           f"in {len(blocks)} block(s), next {c['next_producer_id']}" if blocks
+           else "no producer-id block")
+    out.print(f"  brokers: {brokers or '-'}; {ids}", highlight=False)
+    deleted = [e for e in c["topic_history"] if e["event"] == "deleted"]
+    if deleted:
+        out.print("  deleted topics: " + ", ".join(
+            f"{escape(e['topic'])} (id {e['topic_id']}, metadata offset "
+            f"{e['metadata_offset']})" for e in deleted), highlight=False)
+    for line in c["problems"]:
+        out.print(f"  [yellow]problem[/] {escape(line)}", highlight=False)
