@@ -18,6 +18,7 @@ DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expirat
 DEFAULT_REMOVE_EXPIRED_INTERVAL_MS = 3_600_000
 DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
 DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
 LEADER_EPOCH = 0  # a single node that never loses leadership
 
 
@@ -40,6 +41,7 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS
     hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
     offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
+    retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     faults: tuple[Any, ...] = ()  # kafkatx.broker.faults.FaultRule (``--fault``)
     # The finalized ``transaction.version`` feature (``--transaction-version``): 0 as Kafka 3.0,
     # 1 adds flexible coordinator values and KIP-890 part 1 verification, 2 transactions v2.

@@ -247,6 +247,12 @@ class LogManager:
             log_append_time=value("message.timestamp.type") == "LogAppendTime",
             delete="delete" in policies,
             compact="compact" in policies,
+            retention_ms=int(value("retention.ms")),
+            retention_bytes=int(value("retention.bytes")),
+            delete_retention_ms=int(value("delete.retention.ms")),
+            min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
+            min_compaction_lag_ms=int(value("min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(value("max.compaction.lag.ms")),
         )
 
     def reconfigure(self, topic: Topic | None = None) -> None:
@@ -341,10 +347,32 @@ class LogManager:
                               "This server does not host this topic-partition.")
         before = log.log_start_offset
         low_watermark = log.delete_records_before(offset)
-        if low_watermark > before:
-            atomic_write(log.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
-                [EpochEntry(epoch=log.leader_epoch, start_offset=low_watermark)]))
+        self._truncate_epoch_cache_from_start(log, before)
         return low_watermark
+
+    @staticmethod
+    def _truncate_epoch_cache_from_start(log: PartitionLog, before: int) -> None:
+        """``LeaderEpochFileCache#truncateFromStart`` once the log start offset moved past
+        ``before``: the one epoch now starts there."""
+        if log.log_start_offset > before:
+            atomic_write(log.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
+                [EpochEntry(epoch=log.leader_epoch, start_offset=log.log_start_offset)]))
+
+    def cleanup_logs(self, now_ms: int, *, compacted: bool = False) -> int:
+        """``LogManager#cleanupLogs``: ``UnifiedLog#deleteOldSegments`` on every log whose
+        cleanup.policy lacks compact (``compacted``: on those with compact instead, as the log
+        cleaner does after each round, ``LogCleanerManager#deletableLogs``); the log start
+        offsets are checkpointed when one moved. Returns the number of segments deleted."""
+        deleted = 0
+        for log in list(self.all_logs()):
+            if log.config.compact != compacted:
+                continue
+            before = log.log_start_offset
+            deleted += log.delete_old_segments(now_ms)
+            self._truncate_epoch_cache_from_start(log, before)
+        if deleted:
+            self.checkpoint_log_start_offsets()
+        return deleted
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         t = self.topics.get(topic)

@@ -55,6 +55,13 @@ from kafkatx.formats.record_batch import (
 )
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING, SegmentProblem, iter_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index, read_txn_index
+from kafkatx.semantics.log_retention import (
+    DeletionReason,
+    SegmentExtent,
+    deletable_count,
+    predicate_for,
+    retention_rules,
+)
 from kafkatx.semantics.producer_state import (
     TV_UNKNOWN,
     AppendOrigin,
@@ -118,6 +125,12 @@ class LogConfig:
     segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
     delete: bool = True  # cleanup.policy includes "delete" (LogConfig#delete)
     compact: bool = False  # cleanup.policy includes "compact" (LogConfig#compact)
+    retention_ms: int = 604_800_000  # retention.ms (-1: no time limit)
+    retention_bytes: int = -1  # retention.bytes (-1: no size limit)
+    delete_retention_ms: int = 86_400_000  # delete.retention.ms (tombstones, markers)
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +172,7 @@ class _Segment:
     size: int = 0
     # LogSegment's rollingBasedTimestamp (the first batch's max timestamp) and creation time.
     first_batch_timestamp: int | None = None
+    max_timestamp: int = -1  # LogSegment#maxTimestampSoFar
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     aborted: list[AbortedTxnEntry] = field(default_factory=list)
     fd: int | None = None
@@ -172,6 +186,13 @@ class _Segment:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def extent(self, now_ms: int) -> SegmentExtent:
+        """``LogSegment#largestTimestamp``: the max timestamp, else the file's last modified."""
+        largest = (self.max_timestamp if self.max_timestamp >= 0
+                   else _modified_ms(self.path, now_ms))
+        return SegmentExtent(base_offset=self.base_offset, size=self.size,
+                             largest_timestamp=largest)
 
 
 @dataclass(slots=True)
@@ -590,6 +611,7 @@ class PartitionLog:
 
     def _index_batch(self, seg: _Segment, position: int, size: int, base: int, last: int,
                      max_ts: int) -> None:
+        seg.max_timestamp = max(seg.max_timestamp, max_ts)
         self._batches.append(_BatchRef(base, last, seg, position, size, max_ts))
         self._last_offsets.append(last)
 
@@ -786,32 +808,59 @@ class PartitionLog:
         if target < 0:
             raise AppendError(ErrorCode.offset_out_of_range,
                               f"The offset {target} for partition {self.name} is not valid")
-        if target > self.high_watermark:
-            raise AppendError(ErrorCode.offset_out_of_range,
-                              f"Cannot increment the log start offset to {target} of partition "
-                              f"{self.name} since it is larger than the high watermark "
-                              f"{self.high_watermark}")
         if target > self.log_start_offset:
-            self.log_start_offset = target
-            psm = self.producer_state
-            psm.on_log_start_offset_incremented(target)
-            psm.last_snap_offset = (self._snapshot_offsets() or [target])[-1]
-            self._delete_log_start_offset_breached_segments()
+            self.maybe_increment_log_start_offset(target)
+            self._delete_old_segments_by(DeletionReason.LOG_START_OFFSET_BREACH, 0)
         return self.log_start_offset
 
-    def _delete_log_start_offset_breached_segments(self) -> None:
-        """``UnifiedLog#deletableSegments`` with the start-offset predicate, then
-        ``deleteSegments``: from the oldest, a segment goes while the next one starts at or below
-        the log start offset (the active segment never does). Its files go at once (Kafka renames
-        them ``.deleted`` and removes them ``file.delete.delay.ms`` later), with the producer
-        snapshot named by its base offset (``UnifiedLog#deleteProducerSnapshots``)."""
-        deletable = 0
-        while (deletable + 1 < len(self.segments)
-               and self.segments[deletable + 1].base_offset <= self.log_start_offset):
-            deletable += 1
-        if not deletable:
-            return
-        gone, self.segments = self.segments[:deletable], self.segments[deletable:]
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """``UnifiedLog#maybeIncrementLogStartOffset``: raise the log start offset, trimming
+        producer state (``ProducerStateManager#onLogStartOffsetIncremented``: completed
+        transactions below it leave the unreplicated set; producers and ongoing transactions
+        stay, a transaction whose start is gone keeps the LSO at the log start offset)."""
+        if offset <= self.log_start_offset:
+            return False
+        if offset > self.high_watermark:
+            raise AppendError(ErrorCode.offset_out_of_range,
+                              f"Cannot increment the log start offset to {offset} of partition "
+                              f"{self.name} since it is larger than the high watermark "
+                              f"{self.high_watermark}")
+        self.log_start_offset = offset
+        psm = self.producer_state
+        psm.on_log_start_offset_incremented(offset)
+        psm.last_snap_offset = (self._snapshot_offsets() or [offset])[-1]
+        return True
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """``UnifiedLog#deleteOldSegments``: the log-start-offset breach, then with
+        cleanup.policy delete the retention.bytes and retention.ms breaches. Returns how many
+        segments were deleted."""
+        return sum(self._delete_old_segments_by(reason, now_ms)
+                   for reason in retention_rules(self.config.delete))
+
+    def _delete_old_segments_by(self, reason: DeletionReason, now_ms: int) -> int:
+        extents = [seg.extent(now_ms) for seg in self.segments]
+        predicate = predicate_for(reason, extents, log_start_offset=self.log_start_offset,
+                                  now_ms=now_ms, retention_ms=self.config.retention_ms,
+                                  retention_bytes=self.config.retention_bytes)
+        if predicate is None:
+            return 0
+        count = deletable_count(extents, predicate, high_watermark=self.high_watermark,
+                                log_end_offset=self.log_end_offset)
+        if count:
+            self._delete_segments(count)
+        return count
+
+    def _delete_segments(self, count: int) -> None:
+        """``UnifiedLog#deleteSegments``: when every segment goes, a new one is rolled at the log
+        end offset first (a log always has one); the log start offset moves to the first kept
+        segment's base before the oldest ``count`` segments are removed. Their files go at once
+        (Kafka renames them ``.deleted`` and removes them ``file.delete.delay.ms`` later), with the
+        producer snapshots named by their base offsets (``UnifiedLog#deleteProducerSnapshots``)."""
+        if count == len(self.segments):
+            self._roll(self.log_end_offset)
+        gone, self.segments = self.segments[:count], self.segments[count:]
+        self.maybe_increment_log_start_offset(self.segments[0].base_offset)
         kept = bisect.bisect_left(self._last_offsets, self.segments[0].base_offset)
         del self._batches[:kept]
         del self._last_offsets[:kept]

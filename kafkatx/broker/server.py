@@ -145,6 +145,7 @@ class Broker:
         self.port = sock.getsockname()[1]
         self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
         self._tasks.append(asyncio.create_task(self._transaction_loop()))
+        self._tasks.append(asyncio.create_task(self._retention_loop()))
 
     async def _transaction_loop(self) -> None:
         """``TransactionCoordinator#startup``'s schedules: abort timed-out transactions every
@@ -162,6 +163,20 @@ class Broker:
                     last_expire = time.monotonic()
             except Exception as exc:
                 self.warn(f"transaction coordinator task failed: {type(exc).__name__}: {exc}")
+
+    async def _retention_loop(self) -> None:
+        """``LogManager#startup``'s kafka-log-retention task: ``cleanupLogs`` every
+        ``log.retention.check.interval.ms`` (the first run after one interval, where Kafka waits
+        ``log.initial.task.delay.ms``)."""
+        every = self.config.retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(every)
+            try:
+                deleted = self.logs.cleanup_logs(self.now_ms())
+                if deleted:
+                    self.log(f"retention deleted {deleted} log segment(s)")
+            except OSError as exc:
+                self.warn(f"retention check failed: {exc}")
 
     async def _checkpoint_loop(self) -> None:
         hw_every = self.config.hw_checkpoint_interval_s

@@ -13,6 +13,7 @@ from kafkatx.broker.capture_copy import copy_capture
 from kafkatx.broker.config import (
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+    DEFAULT_RETENTION_CHECK_INTERVAL_MS,
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_SEGMENT_MS,
     DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
@@ -62,6 +63,11 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               type=click.IntRange(1),
               help="Roll a segment once its batches' timestamps span this long (log.roll.ms; "
                    "per topic: segment.ms).")
+@click.option("--log-retention-check-interval-ms",
+              default=DEFAULT_RETENTION_CHECK_INTERVAL_MS, show_default=True,
+              type=click.IntRange(1),
+              help="How often segments past retention.ms / retention.bytes (or below the log "
+                   "start offset) are deleted (log.retention.check.interval.ms).")
 @click.option("--node-id", default=1, show_default=True, type=click.IntRange(0),
               help="This broker's node id (node.id in meta.properties).")
 @click.option("--transaction-max-timeout-ms", default=DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
@@ -99,7 +105,8 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
                    + RULE_HELP + ".")
 @click.option("--verbose", is_flag=True, help="Log every request on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
-                  segment_bytes: int, segment_ms: int, node_id: int,
+                  segment_bytes: int, segment_ms: int, log_retention_check_interval_ms: int,
+                  node_id: int,
                   transaction_max_timeout_ms: int,
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
@@ -122,6 +129,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           segment_ms=segment_ms,
+                          retention_check_interval_ms=log_retention_check_interval_ms,
                           node_id=node_id, verbose=verbose,
                           transaction_max_timeout_ms=transaction_max_timeout_ms,
                           transaction_abort_interval_ms=transaction_abort_interval_ms,
