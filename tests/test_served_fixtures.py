@@ -155,11 +155,117 @@ def test_timeout_abort_bumps_the_epoch() -> None:
     assert coordinator_story(rows[1])[-2:] == [("PrepareAbort", 1), ("CompleteAbort", 1)]
 
 
+# -- aged log dirs: retention and the log cleaner ----------------------------------------------
+
+Row = tuple[int, str, str | None]  # offset, key, value
+
+
+def replay_rows(path: Path, topic: str) -> list[Row]:
+    run = run_cli("replay", str(path), "--topic", topic, "--partition", "0", "--format", "jsonl")
+    assert run.returncode == 0, run.stderr.decode()
+    return [(r["offset"], r["key"], r["value"])
+            for r in map(json.loads, run.stdout.decode().splitlines())]
+
+
+def inventory_history() -> list[tuple[int, str, str | None, bool]]:
+    """What ``serve_scenarios._inventory_rounds`` produced: transaction n at offsets 5n..5n+3
+    (its marker at 5n+4), item (4n+i) % 6, a tombstone when (n+i) % 7 == 6, every third
+    aborted."""
+    out = []
+    for n in range(15):
+        for i in range(4):
+            item = f"item-{(n * 4 + i) % 6}"
+            value = None if (n + i) % 7 == 6 else f'{{"id":"{item}","stock":{n * 10 + i}}}'
+            out.append((5 * n + i, item, value, n % 3 != 2))
+    return out
+
+
+def compaction_model(cleaned_below: int, mapped_below: int) -> list[Row]:
+    """Kafka's cleaner rules over the produced history, independent of the cleaner's code:
+    below ``cleaned_below`` only the last committed record of each key in [0, mapped_below)
+    (tombstones too, inside delete.retention.ms), above it every committed record."""
+    history = inventory_history()
+    latest = {key: offset for offset, key, _, committed in history
+              if committed and offset < mapped_below}
+    return [(offset, key, value) for offset, key, value, committed in history
+            if committed and (offset >= cleaned_below or latest.get(key) == offset)]
+
+
+def cleaner_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    from kafkatx.formats.checkpoints import read_offset_checkpoint
+
+    data = (path / "cleaner-offset-checkpoint").read_bytes()
+    return read_offset_checkpoint(data).as_map()
+
+
+def test_retention_deleted_the_start_of_a_hanging_transaction() -> None:
+    """retention.bytes deleted payments-0's first segments (``UnifiedLog#deleteOldSegments``),
+    the hanging transaction's batch with them: the log starts at 7, the producer snapshot still
+    holds the transaction open from 0 (``ghost_transaction``), and the coordinator's
+    CompleteCommit has no marker there (``missing_marker``)."""
+    path = SERVED / "retention-hanging"
+    found = findings(path, verify_status=0)
+    assert {(f["kind"], f["topic"], f["partition"], f["offset"]) for f in found} == {
+        ("missing_marker", "payments", 0, None), ("ghost_transaction", "payments", 0, 0)}
+    assert by_kind(found, "ghost_transaction")["message"].startswith(
+        "00000000000000000023.snapshot keeps producer 0's transaction open from offset 0, "
+        "below the log start offset 7")
+    names = sorted(p.name for p in (path / "payments-0").glob("*.log"))
+    assert names[0] == "00000000000000000007.log"
+    # The refunds producer's batches n of two records are at 3 + 2n: those from 7 on remain.
+    assert [r[:2] for r in replay_rows(path, "payments")] == [
+        (o, f"r-{(o - 3) // 2}-{(o - 3) % 2}") for o in range(7, 23)]
+
+
+def test_compacted_transactional_topic_matches_the_model() -> None:
+    """inventory-0 cleaned up to its active segment (``cleaner-offset-checkpoint`` 69): a
+    read_committed consumer gets exactly what Kafka's rules leave of the produced history (the
+    last committed value of each item, the delisting tombstone of item-4, no aborted stock), the
+    aborted transaction in the active segment is in its ``.txnindex``, and nothing is an
+    error."""
+    path = SERVED / "compacted"
+    assert cleaner_checkpoint(path)[("inventory", 0)] == 69
+    assert replay_rows(path, "inventory") == compaction_model(69, 69)
+    found = findings(path, verify_status=0)
+    assert "offset_gap" in {f["kind"] for f in found}
+    assert not [f for f in found if f["severity"] == "error"]
+
+
+def test_cleaned_consumer_offsets_keep_the_last_commits() -> None:
+    """__consumer_offsets-12 cleaned (600-byte segments): the fulfilment group's older
+    transactional offset commits are gone, the last ones and the aborted last transaction's
+    pending commit are there, and nothing is an error."""
+    path = SERVED / "cleaned-offsets"
+    group_partition = ("__consumer_offsets", partition_for("fulfilment"))
+    assert cleaner_checkpoint(path)[group_partition] > 0
+    commits = [(c["offset"], c["visible"]) for r in timeline(path)
+               for c in r["offset_commits"]]
+    assert commits[-1] == (25, False) and (24, True) in commits
+    assert (3, True) not in commits  # the first transaction's commit was cleaned away
+    found = findings(path, verify_status=0)
+    assert not [f for f in found if f["severity"] == "error"]
+
+
+def test_crash_in_the_middle_of_a_clean_then_recovered() -> None:
+    """The cleaner died once its first group's ``.swap`` files were complete
+    (``crash-after:swap``); the restart completed the swap (``LogLoader``): segment 0 is the
+    cleaned one, the others are as written, no ``.cleaned``/``.swap``/``.deleted`` file is left
+    and the checkpoint never recorded inventory (the clean did not finish)."""
+    path = SERVED / "crash-cleaning"
+    names = [p.name for p in (path / "inventory-0").iterdir()]
+    assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
+    assert ("inventory", 0) not in cleaner_checkpoint(path)
+    assert replay_rows(path, "inventory") == compaction_model(9, 75)
+    found = findings(path, verify_status=0)
+    assert not [f for f in found if f["severity"] == "error"]
+
+
 def test_the_served_tree_is_small() -> None:
     files = [p for p in SERVED.rglob("*") if p.is_file()]
     assert sorted(p.name for p in SERVED.iterdir() if p.is_dir()) == [
-        "clean", "hanging", "stuck-prepare", "timeout-abort", "zombie"]
-    assert sum(p.stat().st_size for p in files) < 200_000
+        "clean", "cleaned-offsets", "compacted", "crash-cleaning", "hanging",
+        "retention-hanging", "stuck-prepare", "timeout-abort", "zombie"]
+    assert sum(p.stat().st_size for p in files) < 300_000
 
 
 def test_the_script_regenerates_a_scenario(tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ DEFAULT_REMOVE_EXPIRED_INTERVAL_MS = 3_600_000
 DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
 DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
+DEFAULT_CLEANER_BACKOFF_MS = 15_000  # log.cleaner.backoff.ms
+# offsets.topic.segment.bytes, transaction.state.log.segment.bytes
+DEFAULT_INTERNAL_SEGMENT_BYTES = 104_857_600
 LEADER_EPOCH = 0  # a single node that never loses leadership
 
 
@@ -42,6 +45,9 @@ class BrokerConfig:
     hw_checkpoint_interval_s: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
     offset_checkpoint_interval_s: float = 60.0  # log.flush.offset.checkpoint.interval.ms
     retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
+    cleaner_backoff_ms: int = DEFAULT_CLEANER_BACKOFF_MS
+    offsets_topic_segment_bytes: int = DEFAULT_INTERNAL_SEGMENT_BYTES
+    transaction_state_segment_bytes: int = DEFAULT_INTERNAL_SEGMENT_BYTES
     faults: tuple[Any, ...] = ()  # kafkatx.broker.faults.FaultRule (``--fault``)
     # The finalized ``transaction.version`` feature (``--transaction-version``): 0 as Kafka 3.0,
     # 1 adds flexible coordinator values and KIP-890 part 1 verification, 2 transactions v2.

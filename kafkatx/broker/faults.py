@@ -8,6 +8,10 @@ carries the finding ``kafkatx inspect`` reports for it:
 - ``crash-after:prepare-commit|prepare-abort``: the process exits with status 3 right after
   PrepareCommit/PrepareAbort is in ``__transaction_state``, before any marker
   (``stuck_prepare``; a restart without the fault completes it).
+- ``crash-after:cleaned|swap``: the process exits with status 3 in the middle of a log clean,
+  once the cleaned segment's ``.cleaned`` files are complete (a restart deletes them and keeps
+  the old segments) or once they are all renamed ``.swap`` (a restart completes the swap), as
+  ``LogLoader`` recovers either.
 - ``delay-marker:TOPIC-P:MS``: markers to that partition are written MS later; the transaction
   stays in Prepare* (CONCURRENT_TRANSACTIONS to its producer) and the partition's LSO stays
   pinned until then.
@@ -43,9 +47,11 @@ _PER_PARTITION = frozenset({PRODUCE, LIST_OFFSETS, ADD_PARTITIONS_TO_TXN})
 RULE_HELP = (
     "drop-marker:TOPIC-P (the coordinator never writes markers to that partition: a hanging "
     "transaction); crash-after:prepare-commit|prepare-abort (exit 3 right after that "
-    "__transaction_state record: a stuck prepare); delay-marker:TOPIC-P:MS (markers to that "
-    "partition written MS later); reject:API:ERROR (every request of that API, by name like "
-    "Produce or api key, answered with that error, by name like NOT_LEADER_OR_FOLLOWER or code)"
+    "__transaction_state record: a stuck prepare); crash-after:cleaned|swap (exit 3 in the "
+    "middle of a log clean, with its .cleaned or .swap files written); delay-marker:TOPIC-P:MS "
+    "(markers to that partition written MS later); reject:API:ERROR (every request of that "
+    "API, by name like Produce or api key, answered with that error, by name like "
+    "NOT_LEADER_OR_FOLLOWER or code)"
 )
 
 
@@ -72,6 +78,14 @@ class CrashAfter:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CrashCleaning:
+    step: str  # "cleaned" or "swap" (kafkatx.broker.log_cleaner's crash points)
+
+    def __str__(self) -> str:
+        return f"crash-after:{self.step}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DelayMarker:
     topic: str
     partition: int
@@ -90,7 +104,7 @@ class Reject:
         return f"reject:{api_name(self.api_key)}:{self.error.name.upper()}"
 
 
-FaultRule = DropMarker | CrashAfter | DelayMarker | Reject
+FaultRule = DropMarker | CrashAfter | CrashCleaning | DelayMarker | Reject
 
 
 def api_name(api_key: int) -> str:
@@ -150,6 +164,8 @@ def parse_rule(rule: str) -> FaultRule:
     if kind == "crash-after" and rest in ("prepare-commit", "prepare-abort"):
         return CrashAfter(state=TransactionState.PREPARE_COMMIT if rest == "prepare-commit"
                           else TransactionState.PREPARE_ABORT)
+    if kind == "crash-after" and rest in ("cleaned", "swap"):
+        return CrashCleaning(step=rest)
     if kind == "delay-marker" and rest.count(":") == 1:
         where, delay = rest.split(":")
         topic, partition = _parse_partition(where, rule)
@@ -160,8 +176,8 @@ def parse_rule(rule: str) -> FaultRule:
         api, error = rest.split(":")
         return Reject(api_key=_parse_api(api, rule), error=_parse_error(error, rule))
     raise FaultRuleError(f"{rule!r} is not a fault rule: expected drop-marker:TOPIC-P, "
-                         "crash-after:prepare-commit|prepare-abort, delay-marker:TOPIC-P:MS "
-                         "or reject:API:ERROR")
+                         "crash-after:prepare-commit|prepare-abort|cleaned|swap, "
+                         "delay-marker:TOPIC-P:MS or reject:API:ERROR")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +196,11 @@ class Faults:
 
     def crashes_after(self, state: TransactionState) -> bool:
         return any(isinstance(r, CrashAfter) and r.state is state for r in self.rules)
+
+    def crash_while_cleaning(self, step: str) -> None:
+        """The log cleaner's crash point ``step``: exit now if a rule names it."""
+        if any(isinstance(r, CrashCleaning) and r.step == step for r in self.rules):
+            crash(f"crash-after:{step} during a log clean")
 
     def rejection(self, api_key: int) -> ErrorCode | None:
         for r in self.rules:

@@ -208,7 +208,7 @@ class LogManager:
                         break
             internal = name in INTERNAL_TOPICS
             topic = Topic(name, topic_id or random_topic_id(),
-                          dict(INTERNAL_TOPIC_CONFIGS.get(name, {})),
+                          self.internal_topic_configs(name),
                           num_partitions=INTERNAL_PARTITIONS if internal else 0)
             for partition, path in sorted(parts):
                 if internal and partition >= INTERNAL_PARTITIONS:
@@ -296,6 +296,17 @@ class LogManager:
         topic.logs[partition] = log
         return log
 
+    def internal_topic_configs(self, name: str) -> dict[str, str]:
+        """The configs an internal topic is created with, ``segment.bytes`` from
+        ``offsets.topic.segment.bytes`` / ``transaction.state.log.segment.bytes`` (serve
+        options); empty for other topics."""
+        configs = dict(INTERNAL_TOPIC_CONFIGS.get(name, {}))
+        if name == GROUP_METADATA_TOPIC:
+            configs["segment.bytes"] = str(self.config.offsets_topic_segment_bytes)
+        elif name == TRANSACTION_STATE_TOPIC:
+            configs["segment.bytes"] = str(self.config.transaction_state_segment_bytes)
+        return configs
+
     def internal_topic(self, name: str) -> Topic:
         """The internal topic ``name`` (50 partitions), created without any partition on disk
         when it does not exist yet (Kafka creates it on the first FindCoordinator)."""
@@ -303,7 +314,7 @@ class LogManager:
         if topic is None:
             if name not in INTERNAL_TOPICS:
                 raise TopicError("invalid", f"{name} is not an internal topic")
-            topic = Topic(name, random_topic_id(), dict(INTERNAL_TOPIC_CONFIGS[name]),
+            topic = Topic(name, random_topic_id(), self.internal_topic_configs(name),
                           num_partitions=INTERNAL_PARTITIONS)
             self.topics[name] = topic
         return topic

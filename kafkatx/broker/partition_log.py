@@ -38,6 +38,7 @@ from kafkatx.broker.batch_header import (
 )
 from kafkatx.broker.config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.files import atomic_write
+from kafkatx.broker.segment_swap import recover_interrupted_swaps
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.producer_snapshot import (
     build_producer_snapshot,
@@ -55,6 +56,7 @@ from kafkatx.formats.record_batch import (
 )
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING, SegmentProblem, iter_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index, read_txn_index
+from kafkatx.semantics.cleaner_selection import segment_range
 from kafkatx.semantics.log_retention import (
     DeletionReason,
     SegmentExtent,
@@ -77,6 +79,7 @@ from kafkatx.semantics.producer_state import (
 from kafkatx.semantics.read_committed import (
     AbortedTransaction,
     IsolationLevel,
+    collect_aborted_entries,
     collect_aborted_transactions,
     max_fetch_offset,
 )
@@ -166,7 +169,7 @@ class OffsetAndTimestamp:
 
 
 @dataclass(slots=True)
-class _Segment:
+class Segment:
     base_offset: int
     path: Path
     size: int = 0
@@ -199,7 +202,7 @@ class _Segment:
 class _BatchRef:
     base_offset: int
     last_offset: int
-    segment: _Segment
+    segment: Segment
     position: int
     size: int
     max_timestamp: int
@@ -235,7 +238,7 @@ class PartitionLog:
             max_transaction_timeout_ms=max_transaction_timeout_ms)
         self.writer = PartitionWriter(directory, segment_bytes=config.segment_bytes,
                                       keep_open=True)
-        self.segments: list[_Segment] = []
+        self.segments: list[Segment] = []
         self._batches: list[_BatchRef] = []
         self._last_offsets: list[int] = []
         self.log_start_offset = 0
@@ -268,6 +271,7 @@ class PartitionLog:
         base offset (kept by ``deleteProducerSnapshots``) seeds the producer state before the
         replay, so producers whose batches went with the deleted segments are still known.
         """
+        self.load_problems.extend(recover_interrupted_swaps(self.dir))
         logs = []
         for path in self.dir.glob("*.log"):
             with contextlib.suppress(ValueError):
@@ -318,7 +322,7 @@ class PartitionLog:
 
     def _load_segment(self, base: int, path: Path, *, last: bool) -> None:
         data = path.read_bytes()
-        seg = _Segment(base, path)
+        seg = Segment(base, path)
         good_end = 0
         for entry in iter_segment(data, path=str(path)):
             if isinstance(entry, SegmentProblem):
@@ -587,18 +591,22 @@ class PartitionLog:
             active.first_batch_timestamp = max_timestamp
 
     @staticmethod
-    def _waited_for_roll(segment: _Segment, max_timestamp: int, now_ms: int) -> int:
+    def _waited_for_roll(segment: Segment, max_timestamp: int, now_ms: int) -> int:
         """``LogSegment#timeWaitedForRoll``."""
         first = segment.first_batch_timestamp
         if first is not None and first >= 0:
             return max_timestamp - first
         return now_ms - segment.created_ms
 
+    def roll(self) -> None:
+        """``UnifiedLog#roll``: a new active segment at the log end offset."""
+        self._roll(self.log_end_offset)
+
     def _roll(self, base_offset: int) -> None:
         if self.segments and self.segments[-1].base_offset == base_offset:
             return
         self.writer.roll(base_offset)
-        self.segments.append(_Segment(base_offset, self.dir / segment_name(base_offset, ".log")))
+        self.segments.append(Segment(base_offset, self.dir / segment_name(base_offset, ".log")))
         self.producer_state.update_map_end_offset(base_offset)
         self.take_snapshot()
 
@@ -609,7 +617,7 @@ class PartitionLog:
         self._index_batch(seg, position, len(batch), base_offset, last_offset, max_timestamp)
         seg.size = position + len(batch)
 
-    def _index_batch(self, seg: _Segment, position: int, size: int, base: int, last: int,
+    def _index_batch(self, seg: Segment, position: int, size: int, base: int, last: int,
                      max_ts: int) -> None:
         seg.max_timestamp = max(seg.max_timestamp, max_ts)
         self._batches.append(_BatchRef(base, last, seg, position, size, max_ts))
@@ -688,7 +696,7 @@ class PartitionLog:
                           log_start_offset=self.log_start_offset, aborted_transactions=aborted,
                           first_entry_incomplete=limit < first.size)
 
-    def _fetch_upper_bound(self, seg: _Segment, end_position: int) -> int:
+    def _fetch_upper_bound(self, seg: Segment, end_position: int) -> int:
         """``LogSegment#fetchUpperBoundOffset`` at batch granularity, else the next segment's base
         offset or the log end offset (``LocalLog#addAbortedTransactions``)."""
         first = bisect.bisect_left(self._last_offsets, seg.base_offset)
@@ -869,6 +877,47 @@ class PartitionLog:
             for suffix in (".log", ".index", ".timeindex", ".txnindex"):
                 (self.dir / segment_name(seg.base_offset, suffix)).unlink(missing_ok=True)
             (self.dir / snapshot_file_name(seg.base_offset)).unlink(missing_ok=True)
+
+    # -- the log cleaner's view -----------------------------------------------------------------
+
+    def segments_in(self, start: int, end: int) -> list[Segment]:
+        """``UnifiedLog#logSegments(from, to)``: the segments holding offsets in [start, end)."""
+        return self.segments[segment_range([s.base_offset for s in self.segments], start, end)]
+
+    def aborted_entries(self, start: int, upper: int) -> list[AbortedTxnEntry]:
+        """``UnifiedLog#collectAbortedTransactions`` with the full ``.txnindex`` entries."""
+        return collect_aborted_entries([(s.base_offset, s.aborted) for s in self.segments],
+                                       start, upper)
+
+    def replace_with_cleaned(self, first: int, replaced: list[int],
+                             aborted: list[AbortedTxnEntry]) -> None:
+        """``UnifiedLog#replaceSegments`` once the files are swapped: the segments ``replaced``
+        give way to the cleaned segment at ``first`` (now in its plain files, ``.txnindex``
+        entries ``aborted``); the producer snapshots of the replaced segments other than
+        ``first`` are deleted (``deleteProducerSnapshots``)."""
+        gone = {seg.base_offset: seg for seg in self.segments if seg.base_offset in replaced}
+        for seg in gone.values():
+            seg.close()
+        path = self.dir / segment_name(first, ".log")
+        seg = Segment(first, path, aborted=list(aborted))
+        data = path.read_bytes()
+        refs_before = [r for r in self._batches if r.segment.base_offset < first]
+        refs_after = [r for r in self._batches
+                      if r.segment.base_offset > first and r.segment.base_offset not in gone]
+        self._batches, self._last_offsets = refs_before, [r.last_offset for r in refs_before]
+        for h in split_batches(data)[0]:
+            if seg.first_batch_timestamp is None:
+                seg.first_batch_timestamp = h.max_timestamp
+            self._index_batch(seg, h.position, h.size, h.base_offset, h.last_offset,
+                              h.max_timestamp)
+        seg.size = len(data)
+        self._batches.extend(refs_after)
+        self._last_offsets.extend(r.last_offset for r in refs_after)
+        self.segments = sorted([s for s in self.segments if s.base_offset not in gone] + [seg],
+                               key=lambda s: s.base_offset)
+        for base in gone:
+            if base != first:
+                (self.dir / snapshot_file_name(base)).unlink(missing_ok=True)
 
     # -- snapshots, flush, close ---------------------------------------------------------------
 

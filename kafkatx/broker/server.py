@@ -31,6 +31,7 @@ from kafkatx.broker.faults import Faults, reject_response
 from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
+from kafkatx.broker.log_cleaner import LogCleaner
 from kafkatx.broker.log_manager import LogManager
 from kafkatx.broker.producer_ids import ProducerIdManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
@@ -73,6 +74,7 @@ class Broker:
         self.faults = Faults(tuple(config.faults))
         self.console = console or Console(stderr=True, highlight=False)
         self.logs = LogManager(config)
+        self.cleaner = LogCleaner(self.logs, crash_at=self.faults.crash_while_cleaning)
         self.producer_ids = ProducerIdManager()
         self.groups = GroupCoordinator(
             self, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
@@ -146,6 +148,7 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
         self._tasks.append(asyncio.create_task(self._transaction_loop()))
         self._tasks.append(asyncio.create_task(self._retention_loop()))
+        self._tasks.append(asyncio.create_task(self._cleaner_loop()))
 
     async def _transaction_loop(self) -> None:
         """``TransactionCoordinator#startup``'s schedules: abort timed-out transactions every
@@ -177,6 +180,24 @@ class Broker:
                     self.log(f"retention deleted {deleted} log segment(s)")
             except OSError as exc:
                 self.warn(f"retention check failed: {exc}")
+
+    async def _cleaner_loop(self) -> None:
+        """``LogCleaner.CleanerThread#doWork``: clean the filthiest compacted log, again at once
+        while there was one, else after ``log.cleaner.backoff.ms``."""
+        backoff = self.config.cleaner_backoff_ms / 1000
+        while True:
+            cleaned = None
+            try:
+                cleaned = self.cleaner.clean_filthiest(self.now_ms())
+            except OSError as exc:
+                self.warn(f"log cleaner failed: {exc}")
+            if cleaned is not None:
+                self.log(f"cleaned {cleaned.topic}-{cleaned.partition} offsets "
+                         f"[{cleaned.first_dirty_offset}, {cleaned.end_offset}): "
+                         f"{cleaned.segments_before} -> {cleaned.segments_after} segments")
+                await asyncio.sleep(0)
+            else:
+                await asyncio.sleep(backoff)
 
     async def _checkpoint_loop(self) -> None:
         hw_every = self.config.hw_checkpoint_interval_s

@@ -11,8 +11,10 @@ from rich.console import Console
 
 from kafkatx.broker.capture_copy import copy_capture
 from kafkatx.broker.config import (
+    DEFAULT_CLEANER_BACKOFF_MS,
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+    DEFAULT_INTERNAL_SEGMENT_BYTES,
     DEFAULT_RETENTION_CHECK_INTERVAL_MS,
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_SEGMENT_MS,
@@ -68,6 +70,17 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               type=click.IntRange(1),
               help="How often segments past retention.ms / retention.bytes (or below the log "
                    "start offset) are deleted (log.retention.check.interval.ms).")
+@click.option("--log-cleaner-backoff-ms", default=DEFAULT_CLEANER_BACKOFF_MS, show_default=True,
+              type=click.IntRange(1),
+              help="How long the log cleaner sleeps when no compacted log needs cleaning "
+                   "(log.cleaner.backoff.ms).")
+@click.option("--offsets-topic-segment-bytes", default=DEFAULT_INTERNAL_SEGMENT_BYTES,
+              show_default=True, type=click.IntRange(1),
+              help="segment.bytes of __consumer_offsets (offsets.topic.segment.bytes).")
+@click.option("--transaction-state-segment-bytes", default=DEFAULT_INTERNAL_SEGMENT_BYTES,
+              show_default=True, type=click.IntRange(1),
+              help="segment.bytes of __transaction_state "
+                   "(transaction.state.log.segment.bytes).")
 @click.option("--node-id", default=1, show_default=True, type=click.IntRange(0),
               help="This broker's node id (node.id in meta.properties).")
 @click.option("--transaction-max-timeout-ms", default=DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
@@ -106,7 +119,8 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 @click.option("--verbose", is_flag=True, help="Log every request on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
                   segment_bytes: int, segment_ms: int, log_retention_check_interval_ms: int,
-                  node_id: int,
+                  log_cleaner_backoff_ms: int, offsets_topic_segment_bytes: int,
+                  transaction_state_segment_bytes: int, node_id: int,
                   transaction_max_timeout_ms: int,
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
@@ -130,6 +144,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           segment_ms=segment_ms,
                           retention_check_interval_ms=log_retention_check_interval_ms,
+                          cleaner_backoff_ms=log_cleaner_backoff_ms,
+                          offsets_topic_segment_bytes=offsets_topic_segment_bytes,
+                          transaction_state_segment_bytes=transaction_state_segment_bytes,
                           node_id=node_id, verbose=verbose,
                           transaction_max_timeout_ms=transaction_max_timeout_ms,
                           transaction_abort_interval_ms=transaction_abort_interval_ms,

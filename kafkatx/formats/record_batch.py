@@ -477,10 +477,12 @@ def build_batch(
         attributes |= TRANSACTIONAL_FLAG
     if is_control:
         attributes |= CONTROL_FLAG
-    ts_base = base_timestamp
     if delete_horizon_ms is not None:
+        # KIP-534: the horizon is the base timestamp and record deltas are taken from it
+        # (MemoryRecordsBuilder with deleteHorizonMs), so records keep their timestamps.
         attributes |= DELETE_HORIZON_FLAG
         base_timestamp = delete_horizon_ms
+    ts_base = base_timestamp
     if max_timestamp is None:
         if log_append_time is not None:
             max_timestamp = log_append_time

@@ -68,12 +68,13 @@ def collect_aborted_txns(
     return found, False
 
 
-def collect_aborted_transactions(
+def collect_aborted_entries(
     segments: Sequence[tuple[int, Sequence[AbortedTxnLike]]],
     fetch_offset: int,
     upper_bound_offset: int,
-) -> list[AbortedTransaction]:
-    """``LocalLog#collectAbortedTransactions``: from the segment holding ``fetch_offset`` on.
+) -> list[AbortedTxnLike]:
+    """``LocalLog#collectAbortedTransactions``: the ``.txnindex`` entries overlapping
+    [fetch_offset, upper_bound_offset), from the segment holding ``fetch_offset`` on.
 
     ``segments`` are (base offset, .txnindex entries) in base-offset order (a segment without a
     .txnindex has no entries).
@@ -82,13 +83,24 @@ def collect_aborted_transactions(
     for i, (base, _) in enumerate(segments):
         if base <= fetch_offset:
             start = i
-    out: list[AbortedTransaction] = []
+    out: list[AbortedTxnLike] = []
     for _, entries in segments[start:]:
         found, complete = collect_aborted_txns(entries, fetch_offset, upper_bound_offset)
-        out.extend(AbortedTransaction(t.first_offset, t.producer_id) for t in found)
+        out.extend(found)
         if complete:
             break
     return out
+
+
+def collect_aborted_transactions(
+    segments: Sequence[tuple[int, Sequence[AbortedTxnLike]]],
+    fetch_offset: int,
+    upper_bound_offset: int,
+) -> list[AbortedTransaction]:
+    """The aborted transactions a fetch returns (``collect_aborted_entries`` as
+    ``FetchResponseData.AbortedTransaction``)."""
+    return [AbortedTransaction(t.first_offset, t.producer_id)
+            for t in collect_aborted_entries(segments, fetch_offset, upper_bound_offset)]
 
 
 class Decision(enum.Enum):

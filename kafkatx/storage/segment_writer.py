@@ -55,10 +55,13 @@ class PartitionWriter:
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         segment_bytes: int = 1 << 30,
         keep_open: bool = False,
+        file_suffix: str = "",
     ) -> None:
         """``keep_open``: keep the active segment's file open between appends (the broker does;
-        call ``close`` or ``release``), rather than opening it for each append."""
+        call ``close`` or ``release``), rather than opening it for each append. ``file_suffix``
+        is appended to every file name (``.cleaned`` for the log cleaner's segments)."""
         self.dir = Path(directory)
+        self.file_suffix = file_suffix
         self.keep_open = keep_open
         self._fd: int | None = None
         self._active_path: Path | None = None
@@ -117,7 +120,7 @@ class PartitionWriter:
         base = self.log_end_offset if new_base_offset is None else new_base_offset
         self.active = _ActiveSegment(base_offset=base)
         self.segment_bases.append(base)
-        self._active_path = self.dir / segment_name(base, ".log")
+        self._active_path = self.dir / (segment_name(base, ".log") + self.file_suffix)
         self._active_path.touch()
 
     def release(self) -> None:
@@ -133,9 +136,9 @@ class PartitionWriter:
             return
         if seg.max_timestamp_so_far >= 0:
             seg.maybe_append_time(seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
-        (self.dir / segment_name(seg.base_offset, ".index")).write_bytes(
+        (self.dir / (segment_name(seg.base_offset, ".index") + self.file_suffix)).write_bytes(
             build_offset_index(seg.offset_entries, seg.base_offset))
-        (self.dir / segment_name(seg.base_offset, ".timeindex")).write_bytes(
+        (self.dir / (segment_name(seg.base_offset, ".timeindex") + self.file_suffix)).write_bytes(
             build_time_index(seg.time_entries, seg.base_offset))
         self.active = None
 

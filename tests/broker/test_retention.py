@@ -145,3 +145,25 @@ def test_retention_with_confluent_kafka_matches_replay(serve: Serve) -> None:
     assert not (proc.log_dir / "ret-0" / "00000000000000000000.log").exists()
     doc = verify(proc.log_dir)
     assert doc["ok"], doc["findings"]
+
+
+def test_serve_holds_the_lso_of_the_retention_hanging_fixture(serve: Serve,
+                                                              tmp_path: Path) -> None:
+    """fixtures/served/retention-hanging loaded by serve (``LogLoader`` + the producer snapshot
+    at the log end): the transaction whose first batch retention deleted is still open, so the
+    LSO is the log start offset 7 (``UnifiedLog#maybeIncrementFirstUnstableOffset``) while the
+    high watermark is 23."""
+    import shutil
+
+    from tests.broker.test_wire import list_offset
+    from tests.broker.wire import WireClient
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "served" / "retention-hanging"
+    log_dir = tmp_path / "copy"
+    shutil.copytree(fixture, log_dir)
+    proc = serve(log_dir=log_dir)
+    with WireClient(proc.port) as c:
+        assert list_offset(c, "payments", -2).offset == 7
+        assert list_offset(c, "payments", -1).offset == 23
+        assert list_offset(c, "payments", -1, isolation=1).offset == 7
+    assert proc.stop() == 0

@@ -119,9 +119,15 @@ def test_log_append_time_gives_every_record_the_batch_timestamp() -> None:
 
 
 def test_delete_horizon_replaces_base_timestamp() -> None:
-    recs = [Record(offset=0, timestamp=TS, key=b"k", value=None)]
-    h = parse_batch(build_batch(recs, delete_horizon_ms=TS + 86_400_000)).header
+    """``MemoryRecordsBuilder`` with ``deleteHorizonMs`` (KIP-534): the horizon is the base
+    timestamp and record deltas are taken from it, so each record keeps its timestamp."""
+    recs = [Record(offset=0, timestamp=TS, key=b"k", value=None),
+            Record(offset=1, timestamp=TS + 7, key=b"j", value=b"v")]
+    batch = parse_batch(build_batch(recs, delete_horizon_ms=TS + 86_400_000),
+                        decode_records=True)
+    h = batch.header
     assert h.has_delete_horizon and h.delete_horizon_ms == TS + 86_400_000
+    assert [r.timestamp for r in batch.records or ()] == [TS, TS + 7]
 
 
 def test_flipped_byte_breaks_crc_not_parsing() -> None:

@@ -1,0 +1,219 @@
+"""The broker's log cleaner on partition logs, ported from Kafka's ``LogCleanerTest`` (the
+transaction cases) plus the ``.cleaned``/``.swap`` recovery of ``LogLoader``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from kafkatx.broker.batch_header import split_batches
+from kafkatx.broker.log_cleaner import clean_log
+from kafkatx.broker.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.segment_swap import recover_interrupted_swaps
+from kafkatx.formats.record_batch import Record, build_batch, parse_batch
+
+T0 = 1_760_000_000_000
+DELETE_RETENTION = 86_400_000
+LARGE = T0 + 1_000  # LogCleanerTest.largeTimestamp: after every record's timestamp
+
+
+def new_log(path: Path, segment_bytes: int = 1 << 20) -> PartitionLog:
+    log = PartitionLog("t", 0, path, LogConfig(segment_bytes=segment_bytes,
+                                               max_message_bytes=1_048_588, delete=False,
+                                               compact=True))
+    log.open()
+    return log
+
+
+class Producer:
+    """``appendTransactionalAsLeader`` / ``record(key, value, producerId, ...)``."""
+
+    def __init__(self, log: PartitionLog, pid: int, epoch: int = 0, *, txn: bool = True):
+        self.log, self.pid, self.epoch, self.txn, self.seq = log, pid, epoch, txn, 0
+
+    def __call__(self, keys: list[int], value: bytes | None = b"v") -> None:
+        records = [Record(offset=i, timestamp=T0, key=b"%d" % k, value=value)
+                   for i, k in enumerate(keys)]
+        self.log.append_as_leader(build_batch(
+            records, producer_id=self.pid, producer_epoch=self.epoch, base_sequence=self.seq,
+            is_transactional=self.txn), T0)
+        self.seq += len(keys)
+
+    def marker(self, commit: bool) -> None:
+        self.log.append_end_txn_marker(producer_id=self.pid, producer_epoch=self.epoch,
+                                       coordinator_epoch=0, commit=commit, now_ms=T0)
+
+
+def batches(log: PartitionLog) -> list[tuple[object, list[Record]]]:
+    out = []
+    for seg in log.segments:
+        data = seg.path.read_bytes()
+        for h in split_batches(data)[0]:
+            out.append((h, list(parse_batch(data, h.position, decode_records=True).records
+                                or ())))
+    return out
+
+
+def offsets_in_log(log: PartitionLog) -> list[int]:
+    """``LogCleanerTest#offsetsInLog``: records with a key and a value (markers included)."""
+    return [r.offset for _, rs in batches(log) for r in rs
+            if r.key is not None and r.value is not None]
+
+
+def keys_in_log(log: PartitionLog) -> list[int]:
+    """``LogTestUtils#keysInLog``: keys of data records with a value."""
+    return [int(r.key) for h, rs in batches(log) if not h.is_control for r in rs
+            if r.key is not None and r.value is not None]
+
+
+def clean(log: PartitionLog, dirty: int, now: int) -> int:
+    return clean_log(log, dirty, log.segments[-1].base_offset, now)
+
+
+def test_commit_marker_removal(tmp_path: Path) -> None:
+    """``LogCleanerTest#testCommitMarkerRemoval``: a commit marker stays while records of its
+    transaction do, then until its delete horizon (set by the pass that found it removable)."""
+    log = new_log(tmp_path / "t-0", 256)
+    p = Producer(log, 1)
+    p([1])
+    p([2, 3])
+    p.marker(True)
+    p([2])
+    p.marker(True)
+    log.roll()
+    dirty = clean(log, 0, LARGE)
+    assert keys_in_log(log) == [1, 3, 2]
+    assert offsets_in_log(log) == [0, 2, 3, 4, 5]
+    p([1, 3])
+    p.marker(True)
+    log.roll()
+    dirty = clean(log, dirty, LARGE)
+    assert keys_in_log(log) == [2, 1, 3]
+    assert offsets_in_log(log) == [3, 4, 5, 6, 7, 8]
+    # A pass over the whole log finds the marker's transaction data gone and sets its delete
+    # horizon (the marker stays); a pass after the horizon removes it. (Kafka's test reaches
+    # this through the dirty offset a pass over an empty dirty range returns, 0.)
+    assert clean(log, dirty, LARGE) == 0
+    clean(log, 0, LARGE)
+    assert offsets_in_log(log) == [3, 4, 5, 6, 7, 8]
+    clean(log, 0, LARGE + DELETE_RETENTION + 1)
+    assert keys_in_log(log) == [2, 1, 3]
+    assert offsets_in_log(log) == [4, 5, 6, 7, 8]
+    log.close()
+
+
+def test_abort_marker_removal(tmp_path: Path) -> None:
+    """``LogCleanerTest#testAbortMarkerRemoval``: aborted records go at once, the abort marker
+    after two passes (the first sets its delete horizon)."""
+    log = new_log(tmp_path / "t-0", 256)
+    p = Producer(log, 1)
+    p([1])
+    p([2, 3])
+    p.marker(False)
+    p([3])
+    p.marker(True)
+    log.roll()
+    dirty = clean(log, 0, LARGE)
+    assert keys_in_log(log) == [3]
+    assert offsets_in_log(log) == [3, 4, 5]
+    assert dirty == 6
+    clean(log, 0, LARGE)  # the abort marker's delete horizon is set
+    assert offsets_in_log(log) == [3, 4, 5]
+    clean(log, 0, LARGE + DELETE_RETENTION + 1)
+    assert keys_in_log(log) == [3]
+    assert offsets_in_log(log) == [4, 5]
+    log.close()
+
+
+def test_cleaner_retains_the_producers_last_sequence(tmp_path: Path) -> None:
+    """``LogCleanerTest#testLogCleanerRetainsProducerLastSequence``: the last batch of each
+    active producer stays (empty when superseded), keeping its last sequence."""
+    log = new_log(tmp_path / "t-0", 1024)
+    Producer(log, -1, -1, txn=False)([0])  # offset 0, no producer
+    for pid in (1, 2, 3):
+        Producer(log, pid, txn=False)([0])  # offsets 1, 2, 3
+    p2 = Producer(log, 2, txn=False)
+    p2.seq = 1
+    p2([1])  # offset 4
+    log.roll()
+    clean(log, 0, T0)
+    assert [h.last_offset for h, _ in batches(log)] == [1, 3, 4]
+    assert {h.producer_id: h.last_sequence for h, _ in batches(log)} == {1: 0, 2: 1, 3: 0}
+    assert keys_in_log(log) == [0, 1] and offsets_in_log(log) == [3, 4]
+    log.close()
+
+
+def test_cleaner_retains_the_last_sequence_of_an_aborted_transaction(tmp_path: Path) -> None:
+    """``LogCleanerTest#testLogCleanerRetainsLastSequenceEvenIfTransactionAborted``: the aborted
+    transaction's last batch stays empty while it is the producer's last data; a later batch
+    lets it go."""
+    log = new_log(tmp_path / "t-0", 1024)
+    p = Producer(log, 1)
+    p([1])
+    p([2, 3])
+    p.marker(False)
+    log.roll()
+    clean(log, 0, T0)
+    assert [h.last_offset for h, _ in batches(log)] == [2, 3]
+    assert keys_in_log(log) == [] and offsets_in_log(log) == [3]
+    p([1, 5])
+    log.roll()
+    clean(log, 0, T0)
+    assert [h.last_offset for h, _ in batches(log)] == [3, 5]
+    assert {h.producer_id: h.last_sequence for h, _ in batches(log) if not h.is_control} == {
+        1: 4}
+    assert keys_in_log(log) == [1, 5] and offsets_in_log(log) == [3, 4, 5]
+    log.close()
+
+
+def test_tombstones_stay_until_their_delete_horizon_and_a_restart_reads_the_result(
+        tmp_path: Path) -> None:
+    """``Cleaner#shouldRetainRecord`` (KIP-534): a tombstone gets a delete horizon of now +
+    delete.retention.ms in the pass that first keeps it, and goes in a pass after it; the
+    cleaned log loads again with the same producer state and reads."""
+    d = tmp_path / "t-0"
+    log = new_log(d, 300)
+    p = Producer(log, 4, txn=False)
+    p([1, 2])
+    p([1], value=None)
+    p([3])
+    log.roll()
+    clean(log, 0, T0)
+    tomb = [(h, r) for h, rs in batches(log) for r in rs if r.value is None]
+    assert [r.offset for _, r in tomb] == [2]
+    assert tomb[0][0].delete_horizon_ms == T0 + DELETE_RETENTION
+    clean(log, 0, T0 + DELETE_RETENTION - 1)
+    assert any(r.value is None for _, rs in batches(log) for r in rs)
+    clean(log, 0, T0 + DELETE_RETENTION + 1)
+    assert not any(r.value is None for _, rs in batches(log) for r in rs)
+    assert keys_in_log(log) == [2, 3]
+    log.close()
+    again = PartitionLog("t", 0, d, replace(log.config))
+    again.open()
+    assert again.producer_state.producers[4].last_seq == 3
+    assert again.log_end_offset == 4
+    again.close()
+
+
+def test_interrupted_swap_recovery(tmp_path: Path) -> None:
+    """``LogLoader#removeTempFilesAndCollectSwapFiles`` and the swap passes of ``load``:
+    ``.cleaned`` files (and ``.swap`` files above them) are removed, leaving the old segments;
+    complete ``.swap`` files replace the segments whose offsets they cover."""
+    d = tmp_path / "t-0"
+    d.mkdir()
+    for name in ("00000000000000000000.log", "00000000000000000000.index",
+                 "00000000000000000005.log", "00000000000000000010.log"):
+        (d / name).write_bytes(b"old")
+    (d / "00000000000000000000.log.cleaned").write_bytes(b"")
+    (d / "00000000000000000003.log.deleted").write_bytes(b"")
+    recover_interrupted_swaps(d)
+    assert sorted(p.name for p in d.iterdir()) == [
+        "00000000000000000000.index", "00000000000000000000.log",
+        "00000000000000000005.log", "00000000000000000010.log"]
+    swap = build_batch([Record(offset=6, timestamp=T0, key=b"k", value=b"v")], base_offset=6)
+    (d / "00000000000000000000.log.swap").write_bytes(swap)
+    (d / "00000000000000000000.index.swap").write_bytes(b"")
+    recover_interrupted_swaps(d)
+    assert sorted(p.name for p in d.iterdir()) == [
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000010.log"]
+    assert (d / "00000000000000000000.log").read_bytes() == swap
