@@ -217,3 +217,40 @@ def test_interrupted_swap_recovery(tmp_path: Path) -> None:
     assert sorted(p.name for p in d.iterdir()) == [
         "00000000000000000000.index", "00000000000000000000.log", "00000000000000000010.log"]
     assert (d / "00000000000000000000.log").read_bytes() == swap
+
+
+def test_segment_ms_makes_a_quiet_log_cleanable_and_the_lags_hold_it(tmp_path: Path) -> None:
+    """``LogCleanerManager#grabFilthiestCompactedLog`` with ``segment.ms``: the active segment is
+    never cleaned, so a compacted log becomes cleanable when a batch past ``segment.ms`` rolls
+    it (``LogSegment#shouldRoll``); ``min.compaction.lag.ms`` keeps a segment younger than it
+    dirty, ``max.compaction.lag.ms`` makes an old one due below ``min.cleanable.dirty.ratio``;
+    a clean writes ``cleaner-offset-checkpoint``."""
+    from kafkatx.broker.config import BrokerConfig
+    from kafkatx.broker.log_cleaner import LogCleaner
+    from kafkatx.broker.log_manager import LogManager
+
+    logs = LogManager(BrokerConfig(log_dir=tmp_path / "logs"))
+    logs.start()
+    topic = logs.create_topic("stock", 1, {"cleanup.policy": "compact", "segment.ms": "1000"})
+    log = topic.logs[0]
+    cleaner = LogCleaner(logs)
+    p = Producer(log, 3, txn=False)
+    p([1, 2])
+    p([1, 2])
+    assert len(log.segments) == 1 and cleaner.grab_filthiest(T0 + 10_000) is None
+    later = Record(offset=0, timestamp=T0 + 2_000, key=b"9", value=b"v")
+    log.append_as_leader(build_batch([later], producer_id=3, producer_epoch=0,
+                                     base_sequence=4), T0 + 2_000)
+    assert [s.base_offset for s in log.segments] == [0, 4]  # rolled by segment.ms
+    chosen = cleaner.grab_filthiest(T0 + 10_000)
+    assert chosen is not None and chosen[1].first_uncleanable_offset == 4
+    young = replace(log.config, min_compaction_lag_ms=60_000)
+    log.update_config(young)
+    assert cleaner.grab_filthiest(T0 + 10_000) is None  # segment 0 is younger than the lag
+    log.update_config(replace(young, min_compaction_lag_ms=0, min_cleanable_dirty_ratio=1.0,
+                              max_compaction_lag_ms=5_000))
+    result = cleaner.clean_filthiest(T0 + 10_000)  # due: older than max.compaction.lag.ms
+    assert result is not None and result.end_offset == 4
+    assert cleaner.checkpoints() == {("stock", 0): 4}
+    assert keys_in_log(log) == [1, 2, 9]
+    logs.shutdown()
