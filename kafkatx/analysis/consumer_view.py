@@ -391,7 +391,7 @@ def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: 
     if len(matches) > 1:
         where = ", ".join(str(p.path) for p in matches)
         raise KafkatxError(f"{topic}-{partition} is in several log dirs ({where}); give the one "
-                           "to replay as PATH")
+                           "to replay as PATH, or --broker LABEL")
     return matches[0]
 
 

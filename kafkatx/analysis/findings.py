@@ -50,6 +50,16 @@ KINDS: dict[str, FindingKind] = {
     "lso_pinned": FindingKind(ERROR, "an open transaction older than its timeout holds the LSO"),
     "high_watermark_beyond_log_end": FindingKind(
         WARNING, "the checkpointed high watermark is above the log end offset"),
+    # Several brokers' copies of a partition
+    "replica_lagging": FindingKind(INFO, "a copy ends before the leader's, nothing diverges"),
+    "replica_divergence": FindingKind(
+        WARNING, "a copy holds offsets the newest leader's log does not (truncated on rejoin)"),
+    "replica_lost_committed_records": FindingKind(
+        ERROR, "a copy's acknowledged records (below its HW) are missing from the leader's log"),
+    "replica_content_mismatch": FindingKind(
+        ERROR, "copies hold different batches where their logs agree by leader epoch"),
+    "replica_marker_mismatch": FindingKind(
+        ERROR, "a transaction open on one copy has its marker on another"),
     # The transaction coordinator (__transaction_state)
     "invalid_coordinator_record": FindingKind(
         ERROR, "a __transaction_state record that does not decode or Kafka would not write"),

@@ -10,9 +10,11 @@ from collections.abc import Sequence
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
+from kafkatx.analysis.replicas import ReplicaComparison
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.cluster_cmd import load_clusters, render_cluster_summary
@@ -122,6 +124,31 @@ def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
     out.print(line, highlight=False)
 
 
+def replicas_table(comparisons: Sequence[ReplicaComparison]) -> Table:
+    """One row per copy of each partition held by several log dirs."""
+    t = Table(title="replicas (partitions in several log dirs)", title_justify="left",
+              show_header=True, box=None, pad_edge=False, header_style="bold",
+              padding=(0, 2, 0, 0))
+    for name, justify in (("topic", "left"), ("partition", "right"), ("log dir", "left"),
+                          ("epoch", "right"), ("log start", "right"), ("LEO", "right"),
+                          ("HW", "right"), ("LSO", "right"), ("role", "left"),
+                          ("truncates to", "right"), ("divergent", "right"),
+                          ("acknowledged", "right")):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for comp in comparisons:
+        for c in comp.copies:
+            style = {"diverged": "bold red" if c.acknowledged_divergent else "yellow",
+                     "lagging": "dim"}.get(c.role)
+            t.add_row(escape(comp.topic), str(comp.partition), escape(c.broker),
+                      str(c.latest_leader_epoch), str(c.log_start_offset),
+                      str(c.log_end_offset),
+                      "-" if c.high_watermark is None else str(c.high_watermark),
+                      str(c.last_stable_offset), c.role.replace("_", " "),
+                      "-" if c.truncation_offset is None else str(c.truncation_offset),
+                      str(c.divergent_records), str(c.acknowledged_divergent), style=style)
+    return t
+
+
 def attention_line(p: GroupPartition) -> str:
     """One line per stuck, unstable or out-of-range group position."""
     where = f"{p.group} on {p.topic}-{p.partition}: {p.status}"
@@ -184,7 +211,8 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                "findings": [f.to_dict() for f in result.findings],
                "problems": list(result.problems),
                "inactive_partitions": inactive_dicts(result),
-               "groups": [p.to_dict() for p in attention]}
+               "groups": [p.to_dict() for p in attention],
+               "replicas": [c.to_dict() for c in result.replicas]}
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         return
@@ -197,6 +225,9 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
         out.print()
         out.print(lso_table(reports, now_ms=analysis.now_ms, with_counts=True))
         table_footer(reports, out)
+    if result.replicas:
+        out.print()
+        out.print(replicas_table(result.replicas))
     if attention:
         out.print()
         out.print(f"[bold]consumer groups needing attention[/] ({len(attention)}; "

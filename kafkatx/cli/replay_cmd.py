@@ -20,6 +20,7 @@ from kafkatx.analysis.consumer_view import (
     ReplayedRecord,
     find_partition,
 )
+from kafkatx.analysis.replicas import replica_of
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
@@ -38,6 +39,9 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--topic", required=True, help="Topic of the partition to replay.")
 @click.option("--partition", "partition", type=int, required=True, help="Partition number.")
+@click.option("--broker", default=None, metavar="LABEL",
+              help="The copy to replay when the partition is in several log dirs: the log "
+                   "dir's label as inspect shows it (e.g. broker-2).")
 @click.option("--isolation", type=click.Choice(["read_committed", "read_uncommitted"]),
               default="read_committed", show_default=True, help="The consumer's isolation.level.")
 @click.option("--from-offset", type=OFFSET, help="Where the consumer starts fetching "
@@ -57,7 +61,8 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 @format_option(("table", "jsonl", "csv"))
 @engine_options
 def replay_command(
-    paths: tuple[str, ...], topic: str, partition: int, isolation: str, from_offset: int | None,
+    paths: tuple[str, ...], topic: str, partition: int, broker: str | None, isolation: str,
+    from_offset: int | None,
     to_offset: int | None, as_of_offset: int | None, show_hidden: bool, records: bool,
     index_source: str, diff: bool, fmt: str, engine: EngineCliOptions,
 ) -> None:
@@ -73,7 +78,8 @@ def replay_command(
     if engine.output is not None:
         check_output(engine.output, paths)
     disc = discover(paths)
-    pdir = find_partition(disc.all_partitions(), topic, partition)
+    pdir = find_partition(disc.all_partitions(), topic, partition) if broker is None \
+        else replica_of(disc.all_partitions(), topic, partition, broker)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
     size = sum(s.log_size for s in pdir.segments)

@@ -29,6 +29,7 @@ from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.errors import FormatError
 from kafkatx.formats.offset_index import read_offset_index
@@ -71,6 +72,7 @@ class Inspection:
     problems: list[str] = field(default_factory=list)
     discovery: Discovery | None = None
     timeline: Timeline | None = None  # with keep_timeline: the transactions joined
+    replicas: list[ReplicaComparison] = field(default_factory=list)  # several brokers' copies
 
     @property
     def total_bytes(self) -> int:
@@ -325,6 +327,8 @@ def add_partition(result: Inspection, report: PartitionReport) -> None:
 
 def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspection:
     """The coordinator-side findings of the join, the ranking, the timeline."""
+    result.replicas = compare_replicas(result.discovery, result.partitions, result.problems)
+    result.findings.extend(f for comp in result.replicas for f in comp.findings)
     for f in joined.finish():
         result.findings.append(f)
         report = next((r for r in result.partitions
