@@ -8,7 +8,6 @@ filesystem (:mod:`kafkatx.storage.filesystems`).
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 from collections.abc import Iterator
@@ -18,8 +17,9 @@ from typing import Protocol
 
 from kafkatx.errors import UnreadableFileError
 from kafkatx.storage import filesystems
+from kafkatx.storage.local_read import MMAP_THRESHOLD, open_local
 
-MMAP_THRESHOLD = 64 * 1024 * 1024
+__all__ = ["MMAP_THRESHOLD", "current_manifest", "open_bytes", "read_text"]
 
 
 class ReadRecorder(Protocol):
@@ -45,33 +45,11 @@ def open_bytes(path: str | os.PathLike[str]) -> Iterator[bytes | mmap.mmap]:
         yield remote
         return
     p = os.fspath(path)
-    try:
-        f = open(p, "rb")  # noqa: SIM115 - closed below, after the mapping
-    except IsADirectoryError:
-        raise UnreadableFileError(p, "is a directory") from None
-    except OSError as exc:
-        raise UnreadableFileError(p, exc.strerror or str(exc)) from None
-    mapped: mmap.mmap | None = None
-    try:
-        try:
-            stat = os.fstat(f.fileno())
-            size = stat.st_size
-            if size >= MMAP_THRESHOLD:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                data: bytes | mmap.mmap = mapped
-            else:
-                data = f.read()
-        except OSError as exc:
-            raise UnreadableFileError(p, exc.strerror or str(exc)) from None
+    with open_local(p) as (data, stat):
         recorder = current_manifest.get()
         if recorder is not None:
             recorder.record(p, data, stat)
         yield data
-    finally:
-        if mapped is not None:
-            with contextlib.suppress(BufferError):  # numpy views still alive: freed with them
-                mapped.close()
-        f.close()
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

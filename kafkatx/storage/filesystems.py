@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from kafkatx.errors import KafkatxError, UnreadableFileError
+from kafkatx.storage.local_read import open_local
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: not a drive letter
 
@@ -94,15 +95,11 @@ class LocalFileSystem:
         return os.stat(path).st_size
 
     def read_bytes(self, path: str) -> bytes:
-        from kafkatx.storage.files import open_bytes
-
-        with open_bytes(path) as data:
+        with open_local(path) as (data, _):
             return bytes(data)
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
-        from kafkatx.storage.files import open_bytes
-
-        with open_bytes(path) as data:
+        with open_local(path) as (data, _):
             if start == 0 and end >= len(data) and isinstance(data, bytes):
                 return data
             return bytes(memoryview(data)[start:end])

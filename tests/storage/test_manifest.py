@@ -12,7 +12,7 @@ import pytest
 
 from kafkatx import __version__
 from kafkatx.errors import KafkatxError
-from kafkatx.storage import files
+from kafkatx.storage import local_read
 from kafkatx.storage.discovery import discover, read_root_checkpoints
 from kafkatx.storage.files import current_manifest, open_bytes, read_text
 from kafkatx.storage.manifest import Manifest, ManifestEntry, recording
@@ -83,7 +83,7 @@ def test_changed_file_gives_two_entries(tmp_path: Path) -> None:
 
 
 def test_mapped_reads_are_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(local_read, "MMAP_THRESHOLD", 1)
     f = tmp_path / "big.log"
     f.write_bytes(os.urandom(5000))
     manifest = Manifest()
