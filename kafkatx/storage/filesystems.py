@@ -3,7 +3,8 @@
 A path argument that starts with ``scheme://`` (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``,
 ``file://``...) is a URI: it is opened with ``pyarrow.fs.FileSystem.from_uri``, or with fsspec
 when pyarrow does not know the scheme and fsspec is installed. Anything else is a local path and
-keeps kafkatx's os-based code (``os.scandir``, ``open``/``mmap`` in :mod:`kafkatx.storage.files`).
+keeps kafkatx's os-based code (``os.scandir``; ``open``/``mmap`` in
+:mod:`kafkatx.storage.local_read`).
 
 Files under a URI are :class:`RemotePath` objects. ``str()`` of one is the URI as given without
 its query string (reports show ``s3://bucket/logdir/orders-0/...``); the object keeps the query,
@@ -70,7 +71,7 @@ class FileSystem(Protocol):
 
 
 class LocalFileSystem:
-    """The local disk through ``os`` and :func:`kafkatx.storage.files.open_bytes`."""
+    """The local disk through ``os`` and :func:`kafkatx.storage.local_read.open_local`."""
 
     def list_dir(self, path: str) -> list[Entry]:
         out = []
