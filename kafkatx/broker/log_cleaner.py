@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkatx.broker.batch_header import BatchHeader, split_batches
-from kafkatx.broker.files import atomic_write, fsync_dir
+from kafkatx.broker.files import fsync_dir
 from kafkatx.broker.partition_log import PartitionLog, Segment
 from kafkatx.broker.segment_swap import (
     CLEANED_SUFFIX,
@@ -28,11 +28,6 @@ from kafkatx.broker.segment_swap import (
     SWAP_SUFFIX,
     change_suffix,
     segment_files,
-)
-from kafkatx.formats.checkpoints import (
-    CheckpointEntry,
-    build_offset_checkpoint,
-    read_offset_checkpoint,
 )
 from kafkatx.formats.record_batch import Record, parse_batch
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
@@ -56,7 +51,6 @@ from kafkatx.storage.segment_writer import PartitionWriter
 if TYPE_CHECKING:
     from kafkatx.broker.log_manager import LogManager
 
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 # The points a ``crash-after:cleaned|swap`` fault stops a clean at.
 AFTER_CLEANED = "cleaned"
 AFTER_SWAP = "swap"
@@ -82,26 +76,13 @@ class LogCleaner:
         self.logs = logs
         self.crash_at = crash_at
 
-    @property
-    def checkpoint_path(self) -> Path:
-        return self.logs.root / CLEANER_CHECKPOINT
-
     def checkpoints(self) -> dict[tuple[str, int], int]:
         """``LogCleanerManager#allCleanerCheckpoints``."""
-        path = self.checkpoint_path
-        if not path.exists():
-            return {}
-        return read_offset_checkpoint(path.read_bytes(), path=str(path)).as_map()
+        return self.logs.cleaner_checkpoints()
 
     def update_checkpoint(self, log: PartitionLog, offset: int) -> None:
-        """``LogCleanerManager#updateCheckpoints``: the entry of ``log`` set, entries of logs no
-        longer here dropped."""
-        present = {(lg.topic, lg.partition) for lg in self.logs.all_logs()}
-        entries = {k: v for k, v in self.checkpoints().items() if k in present}
-        entries[(log.topic, log.partition)] = offset
-        atomic_write(self.checkpoint_path, build_offset_checkpoint(
-            [CheckpointEntry(topic=t, partition=p, offset=o)
-             for (t, p), o in sorted(entries.items())]))
+        """``LogCleanerManager#updateCheckpoints``."""
+        self.logs.update_cleaner_checkpoints({(log.topic, log.partition): offset})
 
     # -- choosing -----------------------------------------------------------------------------
 

@@ -341,6 +341,8 @@ class LogManager:
             target = log.dir.with_name(f"{log.dir.name}.{unique}-delete")
             log.dir.rename(target)
             shutil.rmtree(target, ignore_errors=True)
+        if any(t == name for t, _ in self.cleaner_checkpoints()):
+            self.update_cleaner_checkpoints({})
         return topic
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
@@ -427,6 +429,24 @@ class LogManager:
                    for log in self.all_logs()
                    if log.segments and log.log_start_offset > log.segments[0].base_offset]
         atomic_write(self.root / LOG_START_CHECKPOINT, build_offset_checkpoint(entries))
+
+    def cleaner_checkpoints(self) -> dict[tuple[str, int], int]:
+        """``cleaner-offset-checkpoint``: each compacted log's first dirty offset."""
+        path = self.root / CLEANER_CHECKPOINT
+        if not path.exists():
+            return {}
+        return read_offset_checkpoint(path.read_bytes(), path=str(path)).as_map()
+
+    def update_cleaner_checkpoints(self, updates: Mapping[tuple[str, int], int]) -> None:
+        """``LogCleanerManager#updateCheckpoints``: ``updates`` applied, the entries of logs no
+        longer here dropped (a deleted topic's, as ``LogManager#asyncDelete`` has them
+        removed)."""
+        present = {(log.topic, log.partition) for log in self.all_logs()}
+        entries = {k: v for k, v in {**self.cleaner_checkpoints(), **updates}.items()
+                   if k in present}
+        atomic_write(self.root / CLEANER_CHECKPOINT, build_offset_checkpoint(
+            [CheckpointEntry(topic=t, partition=p, offset=o)
+             for (t, p), o in sorted(entries.items())]))
 
     def shutdown(self) -> None:
         """``ReplicaManager#shutdown`` (high watermarks) then ``LogManager#shutdown``: every log

@@ -253,4 +253,7 @@ def test_segment_ms_makes_a_quiet_log_cleanable_and_the_lags_hold_it(tmp_path: P
     assert result is not None and result.end_offset == 4
     assert cleaner.checkpoints() == {("stock", 0): 4}
     assert keys_in_log(log) == [1, 2, 9]
+    # LogManager#asyncDelete: a deleted topic leaves cleaner-offset-checkpoint.
+    logs.delete_topic("stock")
+    assert cleaner.checkpoints() == {}
     logs.shutdown()
