@@ -15,15 +15,8 @@ import click
 
 from kafkatx.cli.output import stderr_console
 from kafkatx.cli.progress import ScanProgress
-from kafkatx.engines.base import (
-    AUTO,
-    ENGINE_NAMES,
-    SPARK,
-    Engine,
-    EngineConfig,
-    open_engine,
-    resolve_engine_name,
-)
+from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
+from kafkatx.engines.factory import open_engine, resolve_engine_name
 from kafkatx.engines.local import AnalysisOptions, Inspection
 from kafkatx.errors import KafkatxError
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, discover

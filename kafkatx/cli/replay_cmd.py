@@ -25,7 +25,7 @@ from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.engines.base import open_engine
+from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import discover, high_watermarks

@@ -32,7 +32,8 @@ from kafkatx.cli.lso_cmd import duration
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.cli.timeline_html import render_html
-from kafkatx.engines.base import SPARK, open_engine
+from kafkatx.engines.base import SPARK
+from kafkatx.engines.factory import open_engine
 from kafkatx.engines.local import AnalysisOptions
 
 OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red"}

@@ -1,4 +1,5 @@
-"""The engine protocol: what an engine answers, and how the CLI picks one.
+"""The engine protocol: what an engine answers (the factory that picks one is
+:mod:`kafkatx.engines.factory`, above both engines).
 
 An engine runs the partition-wise work of the analysis commands: rebuilding every partition's
 producer state, transactions, LSO and findings (``inspect``, ``lso``, ``verify``), and a
@@ -15,7 +16,6 @@ consumer's replay of one partition (``replay``). Both engines call the same
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -33,10 +33,6 @@ LOCAL = "local"
 SPARK = "spark"
 AUTO = "auto"
 ENGINE_NAMES = (AUTO, LOCAL, SPARK)
-# ``auto`` goes to Spark locally from this many bytes of segments on this many cores (measured
-# on 2 cores, Spark never beat the local engine; with many cores it pays off from a few GB).
-AUTO_SPARK_BYTES = 8 * 1024**3
-AUTO_SPARK_CORES = 16
 SPARK_INSTALL_HINT = "pip install 'kafkatx[spark]'"
 
 
@@ -93,38 +89,3 @@ class Engine(Protocol):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None: ...
-
-
-def spark_available() -> bool:
-    return importlib.util.find_spec("pyspark") is not None
-
-
-def resolve_engine_name(config: EngineConfig, input_bytes: int = 0,
-                        cores: int | None = None) -> str:
-    """``auto``: Spark when a master is given, or when the input is large and this machine
-    has the cores to gain from it (and pyspark is installed); else local."""
-    if config.name != AUTO:
-        return config.name
-    if cores is None:
-        cores = os.cpu_count() or 1
-    big = input_bytes >= AUTO_SPARK_BYTES and cores >= AUTO_SPARK_CORES
-    wants_spark = config.master is not None or big
-    return SPARK if wants_spark and spark_available() else LOCAL
-
-
-def open_engine(config: EngineConfig = EngineConfig(), *, input_bytes: int = 0) -> Engine:
-    """The engine ``config`` names (``auto`` resolved against ``input_bytes``)."""
-    name = resolve_engine_name(config, input_bytes)
-    if name == LOCAL:
-        from kafkatx.engines.local import LocalEngine
-
-        return LocalEngine()
-    if name == SPARK:
-        if not spark_available():
-            raise EngineUnavailableError(
-                f"--engine spark needs pyspark, which is not installed: {SPARK_INSTALL_HINT}")
-        from kafkatx.engines.spark import SparkEngine
-
-        return SparkEngine(config=config)
-    raise EngineUnavailableError(f"unknown engine {name!r}; choose one of "
-                                 f"{', '.join(ENGINE_NAMES)}")

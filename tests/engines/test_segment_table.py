@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from kafkatx.engines import segment_table
-from kafkatx.engines.base import (
-    AUTO,
-    AUTO_SPARK_BYTES,
-    LOCAL,
-    SPARK,
-    EngineConfig,
-    resolve_engine_name,
-)
+from kafkatx.engines.base import AUTO, LOCAL, SPARK, EngineConfig
+from kafkatx.engines.factory import AUTO_SPARK_BYTES, resolve_engine_name
 from kafkatx.engines.local import analyze_partition
 from kafkatx.engines.side_tables import list_segments
 from kafkatx.formats.batchscan import HeaderColumns

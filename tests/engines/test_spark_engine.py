@@ -146,9 +146,9 @@ def test_side_data_sources(spark_session: Any, fleet: Path) -> None:
 
 def test_without_pyspark_spark_is_one_line_and_local_still_works(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkatx.engines import base
+    from kafkatx.engines import base, factory
 
-    monkeypatch.setattr(base, "spark_available", lambda: False)
+    monkeypatch.setattr(factory, "spark_available", lambda: False)
     result = CliRunner().invoke(cli, ["lso", str(FIXTURES / "logdir"), "--engine", "spark"])
     assert result.exit_code == 1
     assert isinstance(result.exception, base.EngineUnavailableError)
