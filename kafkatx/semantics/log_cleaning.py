@@ -10,8 +10,12 @@ until the batch's delete horizon), ``CleanedTransactionMetadata`` (aborted trans
 the ``.txnindex``, which markers may go, the cleaned segment's ``.txnindex``) and
 ``MemoryRecords#filterTo`` (a batch written as it was when every record stays and no horizon is
 due, else rebuilt with the retained records and the original last offset, or as an empty header
-for RETAIN_EMPTY). Kafka before 3.1 kept tombstones by segment modification time instead
-(``legacyDeleteHorizonMs``); only the v2 header rule is modelled here.
+for RETAIN_EMPTY). Kafka before 3.1 (``LogCleaner.scala`` of 3.0) judged tombstones and
+markers by the cleaned segment's modification time instead (``deleteHorizonMs`` = the last clean
+segment's last modified - delete.retention.ms; ``retainDeletesAndTxnMarkers`` when a segment was
+modified after it), did not keep the round's last batch, and filtered a marker's record like a
+data record: pass ``legacy_retain_deletes`` (``retains_legacy_deletes``) for that rule, which
+Kafka 3.1+ still applies to magic 0/1 batches.
 """
 
 from __future__ import annotations
@@ -145,16 +149,37 @@ class BatchDecision:
     marker_for_empty_txn: bool
 
 
+def legacy_delete_horizon_ms(last_clean_segment_modified_ms: int | None,
+                             delete_retention_ms: int) -> int:
+    """Kafka 3.0 ``Cleaner#clean``'s ``deleteHorizonMs`` (3.1+: ``legacyDeleteHorizonMs``): the
+    last modified time of the last segment below the first dirty offset, minus
+    delete.retention.ms; 0 when there is none."""
+    if last_clean_segment_modified_ms is None:
+        return 0
+    return last_clean_segment_modified_ms - delete_retention_ms
+
+
+def retains_legacy_deletes(segment_modified_ms: int, legacy_horizon_ms: int) -> bool:
+    """``retainDeletesAndTxnMarkers`` for one segment being cleaned."""
+    return segment_modified_ms > legacy_horizon_ms
+
+
 def check_batch_retention(header: RecordBatchHeader, control_type: int | None, *,
                           transactions: CleanedTransactionMetadata,
                           active_producers: Mapping[int, LastRecord],
-                          upper_bound_offset: int, now_ms: int) -> BatchDecision:
-    """``cleanInto``'s ``checkBatchRetention`` for one batch, in log order."""
+                          upper_bound_offset: int, now_ms: int,
+                          legacy_retain_deletes: bool | None = None) -> BatchDecision:
+    """``cleanInto``'s ``checkBatchRetention`` for one batch, in log order (Kafka 3.1+; with
+    ``legacy_retain_deletes``, Kafka 3.0's)."""
+    legacy = legacy_retain_deletes is not None
     if header.is_control:
         can_discard = transactions.on_control_batch_read(header.last_offset, header.producer_id,
                                                          control_type)
         horizon = header.delete_horizon_ms
-        discard_records = can_discard and horizon is not None and horizon <= now_ms
+        if legacy:
+            discard_records = can_discard and not legacy_retain_deletes
+        else:
+            discard_records = can_discard and horizon is not None and horizon <= now_ms
     else:
         can_discard = transactions.on_batch_read(header.last_offset, header.producer_id,
                                                  header.is_transactional)
@@ -162,14 +187,15 @@ def check_batch_retention(header: RecordBatchHeader, control_type: int | None, *
     has_producer_id = header.producer_id >= 0
     if has_producer_id and _is_last_batch_of_producer(header, active_producers):
         retention = BatchRetention.RETAIN_EMPTY
-    elif header.last_offset + 1 == upper_bound_offset:
+    elif not legacy and header.last_offset + 1 == upper_bound_offset:
         # The last batch of the round stays, even empty, so the last offset is not lost.
         retention = BatchRetention.RETAIN_EMPTY
     elif discard_records:
         retention = BatchRetention.DELETE
     else:
         retention = BatchRetention.DELETE_EMPTY
-    return BatchDecision(retention, discard_records, can_discard and header.is_control)
+    return BatchDecision(retention, discard_records,
+                         not legacy and can_discard and header.is_control)
 
 
 def _is_last_batch_of_producer(header: RecordBatchHeader,
@@ -183,10 +209,10 @@ def _is_last_batch_of_producer(header: RecordBatchHeader,
 
 
 def should_retain_record(record: Record, header: RecordBatchHeader, offset_map: OffsetMap,
-                         now_ms: int) -> bool:
-    """``Cleaner#shouldRetainRecord`` for a v2 data batch: past the map's last offset, or the
-    key's last offset with a value, or a tombstone whose batch has no delete horizon yet or one
-    still ahead."""
+                         now_ms: int, legacy_retain_deletes: bool | None = None) -> bool:
+    """``Cleaner#shouldRetainRecord``: past the map's last offset, or the key's last offset with
+    a value, or a tombstone whose batch has no delete horizon yet or one still ahead (with
+    ``legacy_retain_deletes``: a tombstone while the segment retains deletes)."""
     if record.offset > offset_map.latest_offset:
         return True
     if record.key is None:
@@ -196,27 +222,33 @@ def should_retain_record(record: Record, header: RecordBatchHeader, offset_map: 
         return False
     if record.value is not None:
         return True
+    if legacy_retain_deletes is not None:
+        return legacy_retain_deletes
     horizon = header.delete_horizon_ms
     return horizon is None or now_ms < horizon
 
 
 def filter_batch(data: bytes, header: RecordBatchHeader, records: list[Record],
                  decision: BatchDecision, offset_map: OffsetMap, *, now_ms: int,
-                 delete_retention_ms: int) -> bytes | None:
+                 delete_retention_ms: int,
+                 legacy_retain_deletes: bool | None = None) -> bytes | None:
     """``MemoryRecords#filterTo`` for one batch (``data`` its stored bytes, ``records`` decoded):
-    the bytes the cleaned segment gets, or None when the batch goes."""
+    the bytes the cleaned segment gets, or None when the batch goes. Kafka 3.0
+    (``legacy_retain_deletes``) sets no delete horizon and filters a marker's record like a
+    data record."""
     if decision.retention is BatchRetention.DELETE:
         return None
     if decision.discard_records:
         retained: list[Record] = []
-    elif header.is_control:
+    elif header.is_control and legacy_retain_deletes is None:
         retained = list(records)
     else:
-        retained = [r for r in records if should_retain_record(r, header, offset_map, now_ms)]
+        retained = [r for r in records if should_retain_record(
+            r, header, offset_map, now_ms, legacy_retain_deletes)]
     if retained:
         has_tombstone = any(r.value is None for r in retained)
         set_horizon = ((has_tombstone or decision.marker_for_empty_txn)
-                       and header.delete_horizon_ms is None)
+                       and header.delete_horizon_ms is None and legacy_retain_deletes is None)
         if len(retained) == len(records) and not set_horizon:
             return data
         # Java's long addition would wrap past Long.MAX_VALUE; the horizon saturates instead.
