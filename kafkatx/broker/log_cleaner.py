@@ -128,6 +128,7 @@ class LogCleaner:
         self.logs.cleanup_logs(now_ms, compacted=True)
         return result
 
+
 def clean_log(log: PartitionLog, first_dirty_offset: int, first_uncleanable_offset: int,
               now_ms: int, crash_at: Callable[[str], None] = lambda _step: None) -> int:
     """``Cleaner#doClean``: the offset map of [first dirty, first uncleanable), then every

@@ -82,11 +82,13 @@ def test_rules_parse_into_typed_rules() -> None:
     assert parse_rule("reject:end_txn:invalid_txn_state") == Reject(
         api_key=26, error=ErrorCode.invalid_txn_state)
     assert str(parse_rule("reject:EndTxn:48")) == "reject:EndTxn:INVALID_TXN_STATE"
+    for step in ("cleaned", "swap"):  # the log cleaner's crash points
+        assert str(parse_rule(f"crash-after:{step}")) == f"crash-after:{step}"
 
 
 @pytest.mark.parametrize("rule", [
     "", "drop-marker", "drop-marker:payments", "drop-marker:payments-x", "drop-marker:-0",
-    "drop-marker:bad/topic-0", "crash-after:commit", "delay-marker:t-0", "delay-marker:t-0:soon",
+    "drop-marker:bad/topic-0", "crash-after:commit", "crash-after:swapped", "delay-marker:t-0", "delay-marker:t-0:soon",
     "reject:Produce", "reject:Nope:INVALID_REQUEST", "reject:Produce:NO_SUCH_ERROR",
     "reject:Produce:NONE", "reject:999:6", "reject:Metadata:6", "explode:now",
 ])
@@ -102,7 +104,7 @@ def test_malformed_rules_are_one_usage_error(rule: str) -> None:
 def test_help_documents_every_rule() -> None:
     text = "".join(run_cli("serve", "--help").stdout.decode().split())  # click wraps at "-"
     for rule in ("drop-marker:TOPIC-P", "crash-after:prepare-commit|prepare-abort",
-                 "delay-marker:TOPIC-P:MS", "reject:API:ERROR"):
+                 "crash-after:cleaned|swap", "delay-marker:TOPIC-P:MS", "reject:API:ERROR"):
         assert rule in text
 
 
