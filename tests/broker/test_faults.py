@@ -88,7 +88,8 @@ def test_rules_parse_into_typed_rules() -> None:
 
 @pytest.mark.parametrize("rule", [
     "", "drop-marker", "drop-marker:payments", "drop-marker:payments-x", "drop-marker:-0",
-    "drop-marker:bad/topic-0", "crash-after:commit", "crash-after:swapped", "delay-marker:t-0", "delay-marker:t-0:soon",
+    "drop-marker:bad/topic-0", "crash-after:commit", "crash-after:swapped", "delay-marker:t-0",
+    "delay-marker:t-0:soon",
     "reject:Produce", "reject:Nope:INVALID_REQUEST", "reject:Produce:NO_SUCH_ERROR",
     "reject:Produce:NONE", "reject:999:6", "reject:Metadata:6", "explode:now",
 ])
