@@ -196,7 +196,7 @@ def _divergence(topic: str, partition: int, leader: ReplicaCopy, c: ReplicaCopy,
     assert t is not None
     if c.role == LAGGING:
         return [_finding("replica_lagging", topic, partition, c.log_end_offset,
-                         f"broker {c.broker}'s copy ends at {c.log_end_offset}, "
+                         f"{c.broker}'s copy ends at {c.log_end_offset}, "
                          f"{leader.log_end_offset - c.log_end_offset} offset(s) behind "
                          f"{leader.broker}'s (leader epoch {leader.latest_leader_epoch}); "
                          "nothing diverges", INFO)]
@@ -206,7 +206,7 @@ def _divergence(topic: str, partition: int, leader: ReplicaCopy, c: ReplicaCopy,
     epochs = sorted(set(b.epoch[above].tolist()))
     out = [_finding(
         "replica_divergence", topic, partition, t,
-        f"broker {c.broker}'s copy diverges from {leader.broker}'s (leader epoch "
+        f"{c.broker}'s copy diverges from {leader.broker}'s (leader epoch "
         f"{leader.latest_leader_epoch}) at offset {t}: its offsets {t}..{c.log_end_offset - 1} "
         f"(leader epochs {', '.join(map(str, epochs)) or '-'}) are not on the leader's log; "
         f"as a follower it truncates to {t} (OffsetsForLeaderEpoch) and refetches",
@@ -215,7 +215,7 @@ def _divergence(topic: str, partition: int, leader: ReplicaCopy, c: ReplicaCopy,
         end = t + c.acknowledged_divergent - 1
         out.append(_finding(
             "replica_lost_committed_records", topic, partition, t,
-            f"broker {c.broker} had offsets {t}..{end} below its high watermark "
+            f"{c.broker} had offsets {t}..{end} below its high watermark "
             f"{c.high_watermark} (acknowledged to producers with acks=all), and "
             f"{leader.broker}'s log, the newer leader's, does not hold them: an unclean leader "
             "election (or a lost disk) lost committed records; export them from "

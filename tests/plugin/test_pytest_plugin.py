@@ -31,8 +31,8 @@ def test_the_example_runs_in_a_throwaway_project(tmp_path: Path) -> None:
     assert re.search(r"\b2 passed\b", proc.stdout)
 
 
-def test_the_readme_shows_the_example() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_show_the_example() -> None:
+    readme = (ROOT / "docs" / "testing.md").read_text()
     start = EXAMPLE.read_text().index("def test_dropped_markers_leave_a_hanging_transaction")
     assert EXAMPLE.read_text()[start:].strip() in readme
 

@@ -199,7 +199,8 @@ def test_to_dict_is_json() -> None:
 def test_fixtures_folder_holds_the_generated_and_the_served_log_dirs() -> None:
     found = discover_unchanged(FIXTURES)
     assert [d.label for d in found.log_dirs] == [
-        "corrupt", "kraft", "legacy", "logdir", "served/clean", "served/cleaned-offsets",
+        "corrupt", "kraft", "legacy", "logdir", "replicas/broker-1", "replicas/broker-2",
+        "served/clean", "served/cleaned-offsets",
         "served/compacted", "served/crash-cleaning", "served/hanging", "served/retention-hanging",
         "served/stuck-prepare", "served/timeout-abort", "served/zombie"]
     assert keys(found.log_dirs[0].partitions) == [("damaged", 0)]
