@@ -49,15 +49,15 @@ def test_cluster_view_of_the_fixture() -> None:
     assert c["problems"] == [] and c["replay_problems"] == []
     s = c["source"]
     assert (s["snapshot_end_offset"], s["log_start_offset"], s["log_end_offset"],
-            s["history_start_offset"]) == (80, 0, 197, 0)
+            s["history_start_offset"]) == (80, 0, 200, 0)
     assert c["metadata_version"] == {"level": 25, "release": "4.0-IV3"}
     assert c["features"] == {"group.version": 1, "metadata.version": 25,
                              "transaction.version": 2}
     assert [(f["feature"], f["level"], f["metadata_offset"]) for f in c["feature_history"]
             if f["feature"] == "transaction.version"] == [("transaction.version", 1, 2),
                                                            ("transaction.version", 2, 192)]
-    assert sorted(t["topic"] for t in c["topics"]) == ["__transaction_state", "ledger",
-                                                       "orders", "payments"]
+    assert sorted(t["topic"] for t in c["topics"]) == ["__transaction_state", "events",
+                                                       "ledger", "orders", "payments"]
     payments = _topic(c, "payments")
     assert payments["topic_id"] == TOPIC["payments"] and payments["partition_count"] == 2
     assert payments["configs"] == {"message.timestamp.type": "LogAppendTime"}

@@ -82,6 +82,15 @@ KINDS: dict[str, FindingKind] = {
         WARNING, "a transaction that outlived its transaction timeout"),
     "orphan_transaction": FindingKind(
         WARNING, "an open transaction whose producer id no transactional id owns"),
+    # The KRaft metadata log joined with the partitions
+    "topic_id_mismatch": FindingKind(
+        ERROR, "a partition dir whose topic id is not its topic's: a deleted topic's data"),
+    "topic_not_in_metadata": FindingKind(
+        WARNING, "a partition dir of a topic the metadata log deleted or never had"),
+    "leader_epoch_mismatch": FindingKind(
+        ERROR, "data or a leader-epoch-checkpoint in an epoch the controller never led"),
+    "producer_id_unallocated": FindingKind(
+        WARNING, "a producer id no ProducerIdsRecord block ever covered"),
 }
 
 

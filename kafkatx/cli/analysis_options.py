@@ -266,6 +266,11 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
                 with recording(manifest):
                     result = engine.inspect(paths, options=options.engine_options,
                                             progress=bar.advance, on_partition=bar.partition)
+        if manifest is None:
+            join_inspection(paths, result)
+        else:
+            with recording(manifest):  # the metadata log and the files the joins read
+                join_inspection(paths, result)
         if then is not None:
             then(engine, result)
         if output is not None and not own_output:
@@ -277,6 +282,12 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
         for path in manifest.changed_paths():
             err.print(f"kafkatx: warning: {path} changed while it was being read", markup=False)
     return result
+
+
+def join_inspection(paths: Sequence[str], result: Inspection) -> None:
+    from kafkatx.engines.cluster_metadata import join_inspection as join
+
+    join(paths, result)
 
 
 def check_output(output: str, paths: Sequence[str]) -> None:

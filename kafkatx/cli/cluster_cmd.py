@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -12,19 +11,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kafkatx.analysis.cluster_view import build_cluster_view, cluster_dict
+from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
+from kafkatx.engines.cluster_metadata import cluster_views
 from kafkatx.errors import KafkatxError
-from kafkatx.storage.metadata_log import find_metadata_dirs, open_metadata_dir
 
 PARTITIONS_SHOWN = 10  # per topic in tables without --all
 
 
 def load_clusters(paths: tuple[str, ...], as_of_offset: int | None) -> list[dict[str, Any]]:
-    dirs = find_metadata_dirs(paths)
-    return [cluster_dict(build_cluster_view(open_metadata_dir(d), as_of_offset=as_of_offset))
-            for d in dirs]
+    return [cluster_dict(v) for v in cluster_views(paths, as_of_offset=as_of_offset)]
 
 
 @click.command("cluster")
@@ -42,9 +39,6 @@ def cluster_command(paths: tuple[str, ...], as_of_offset: int | None, show_all: 
     PATH may be the __cluster_metadata-0 dir, a log dir holding it, or a folder of copies from
     several nodes. Read-only.
     """
-    for p in paths:
-        if not Path(p).is_dir():
-            raise KafkatxError(f"{p}: not a directory")
     clusters = load_clusters(paths, as_of_offset)
     if not clusters:
         raise KafkatxError(f"{' '.join(paths)}: no __cluster_metadata-N directory found (a KRaft "

@@ -12,12 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.replicas import ReplicaComparison
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.cluster_cmd import load_clusters, render_cluster_summary
+from kafkatx.cli.cluster_cmd import render_cluster_summary
 from kafkatx.cli.groups_cmd import analyze_groups
 from kafkatx.cli.lso_cmd import (
     duration,
@@ -32,7 +33,6 @@ from kafkatx.cli.lso_cmd import (
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.engines.base import Engine
 from kafkatx.engines.local import Inspection
-from kafkatx.storage.filesystems import is_uri
 
 PER_KIND = 10  # findings shown per kind in tables without --all
 SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "cyan"}
@@ -204,7 +204,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
 
     result = run_inspection(paths, analysis, then=groups_section)
     reports = sorted_reports(result.partitions)
-    clusters = [] if any(is_uri(p) for p in paths) else load_clusters(paths, None)
+    clusters = [cluster_dict(v) for v in result.clusters]
     if fmt == "json":
         doc = {"partitions": [r.to_dict() for r in reports],
                "cluster": clusters,

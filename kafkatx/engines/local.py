@@ -73,6 +73,7 @@ class Inspection:
     discovery: Discovery | None = None
     timeline: Timeline | None = None  # with keep_timeline: the transactions joined
     replicas: list[ReplicaComparison] = field(default_factory=list)  # several brokers' copies
+    clusters: list[Any] = field(default_factory=list)  # ClusterViews of KRaft metadata logs
 
     @property
     def total_bytes(self) -> int:

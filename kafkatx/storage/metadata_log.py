@@ -8,7 +8,7 @@ ones are ``<offset>-<epoch>.checkpoint``; ``.checkpoint.part`` is unfinished and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from kafkatx.formats.quorum_state import QuorumState, read_quorum_state
 from kafkatx.formats.record_batch import RecordBatch, iter_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.storage.files import open_bytes, read_text
-from kafkatx.storage.layout import parse_offset_file_name, parse_partition_dir
+from kafkatx.storage.layout import parse_offset_file_name
 
 METADATA_TOPIC = metadata_records.METADATA_TOPIC
 
@@ -61,31 +61,6 @@ class MetadataLogDir:
         except (FormatError, KafkatxError) as exc:
             self.problems.append(str(exc))
             return None
-
-
-def is_metadata_dir(path: Path) -> bool:
-    parsed = parse_partition_dir(path.name)
-    return parsed is not None and parsed.topic == METADATA_TOPIC and parsed.state == "live"
-
-
-def find_metadata_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """``__cluster_metadata-N`` dirs given, or directly inside (or two levels inside) a given
-    dir (a log dir, or a folder of copies from several nodes)."""
-    found: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if not p.is_dir():
-            continue
-        if is_metadata_dir(p):
-            found.append(p)
-            continue
-        for child in sorted(p.iterdir()):
-            if child.is_dir() and is_metadata_dir(child):
-                found.append(child)
-            elif child.is_dir():
-                found.extend(c for c in sorted(child.iterdir())
-                             if c.is_dir() and is_metadata_dir(c))
-    return sorted(set(found))
 
 
 def open_metadata_dir(path: Path) -> MetadataLogDir:

@@ -1,0 +1,178 @@
+"""The metadata log joined with the partition dirs beside it (`inspect`/`verify` on the KRaft
+fixture and on aged or altered copies of it), as a real process; JSON parsed back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fixtures.generate_kraft import PID_NEW, PID_OLD, PID_ROGUE, TOPIC
+from kafkatx.analysis.cluster_joins import GENERIC_GAP_CAUSE, annotate_offset_gaps
+from kafkatx.analysis.cluster_view import ClusterView
+from kafkatx.analysis.findings import Finding
+from kafkatx.formats.checkpoints import EpochEntry, build_leader_epoch_checkpoint
+from kafkatx.formats.metadata_records import MetadataRecord
+from kafkatx.formats.record_batch import Record, build_batch
+from kafkatx.semantics.cluster_metadata import ClusterImage, Where
+from tests.readonly import snapshot_tree
+from tests.test_cli_dump import FIX, run
+
+KRAFT = FIX / "kraft"
+NOW = "2025-11-21T05:00:00Z"
+
+
+def findings(path: Path, command: str = "inspect") -> tuple[int, list[dict]]:
+    proc = run(command, "--format", "json", "--now", NOW, str(path))
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+def of(found: list[dict], kind: str, topic: str | None = None) -> list[dict]:
+    return [f for f in found if f["kind"] == kind and (topic is None or f["topic"] == topic)]
+
+
+def test_recreated_topic_dir_is_reported() -> None:
+    """UnifiedLog#initializeTopicId: orders-0's partition.metadata holds the first orders id;
+    the metadata log deleted that topic (RemoveTopicRecord at 75) and re-created orders with a
+    new id (76): the directory is the deleted topic's data. verify fails on it."""
+    before = snapshot_tree(KRAFT)
+    rc, found = findings(KRAFT, "verify")
+    assert snapshot_tree(KRAFT) == before
+    (f,) = of(found, "topic_id_mismatch")
+    assert (f["topic"], f["partition"], f["severity"]) == ("orders", 0, "error")
+    assert TOPIC["orders@1"] in f["message"] and TOPIC["orders@2"] in f["message"]
+    assert "deleted at metadata offset 75" in f["message"]
+    assert f["location"].endswith("orders-0/partition.metadata")
+    assert rc == 1
+    assert of(found, "topic_id_mismatch", "payments") == []
+
+
+def test_marker_written_in_the_new_leader_epoch_is_consistent() -> None:
+    """payments-0: a transaction in leader epoch 0, its COMMIT marker appended in epoch 2 after
+    the leader change (PartitionRegistration#merge: 0 -> 1 (no leader) -> 2): every epoch the data
+    and leader-epoch-checkpoint use is one the controller gave a leader."""
+    _, found = findings(KRAFT)
+    assert of(found, "leader_epoch_mismatch") == []
+
+
+def _altered_payments(tmp_path: Path, *, batch_epoch: int, checkpoint_epochs: list[int]) -> Path:
+    root = tmp_path / "node1"
+    shutil.copytree(KRAFT, root)
+    part = root / "payments-0"
+    log = part / "00000000000000000000.log"
+    extra = build_batch([Record(offset=7, timestamp=1_763_699_000_000, key=b"k", value=b"v")],
+                        partition_leader_epoch=batch_epoch)
+    log.write_bytes(log.read_bytes() + extra)
+    (part / "leader-epoch-checkpoint").write_bytes(build_leader_epoch_checkpoint(
+        [EpochEntry(epoch=e, start_offset=i * 4) for i, e in enumerate(checkpoint_epochs)]))
+    return root
+
+
+def test_data_appended_in_an_epoch_without_leader_is_reported(tmp_path: Path) -> None:
+    """A batch stamped with leader epoch 1, when the metadata log says payments-0 had no leader
+    (PartitionChangeRecord Leader=-1 at 81): no broker could have appended it."""
+    root = _altered_payments(tmp_path, batch_epoch=1, checkpoint_epochs=[0, 2])
+    _, found = findings(root)
+    (f,) = of(found, "leader_epoch_mismatch")
+    assert f["offset"] == 7 and "had no leader" in f["message"]
+    assert "metadata offset 81" in f["message"]
+
+
+def test_checkpoint_epoch_the_controller_never_reached_is_reported(tmp_path: Path) -> None:
+    """LeaderEpochFileCache entries must be epochs the metadata log assigned; 7 is beyond the
+    newest (2)."""
+    root = _altered_payments(tmp_path, batch_epoch=2, checkpoint_epochs=[0, 2, 7])
+    _, found = findings(root)
+    (f,) = of(found, "leader_epoch_mismatch")
+    assert f["location"].endswith("payments-0/leader-epoch-checkpoint")
+    assert "never gave payments-0 (its newest is 2)" in f["message"]
+
+
+def test_producer_ids_are_checked_against_the_blocks() -> None:
+    """ProducerIdControlManager: ids below the newest NextProducerId (2000) were handed out;
+    5000 never was."""
+    _, found = findings(KRAFT)
+    flagged = {f["producer_id"] for f in of(found, "producer_id_unallocated")}
+    assert flagged == {PID_ROGUE}
+    assert PID_OLD not in flagged and PID_NEW not in flagged
+
+
+def test_offset_gaps_are_judged_by_the_topics_cleanup_policy() -> None:
+    """LogConfig cleanup.policy from the metadata log: gaps in the compacted ledger are normal
+    (info); gaps in events (cleanup.policy=delete) are records missing (warning)."""
+    _, found = findings(KRAFT)
+    (ledger,) = of(found, "offset_gap", "ledger")
+    assert ledger["severity"] == "info" and "ledger is compacted" in ledger["message"]
+    (events,) = of(found, "offset_gap", "events")
+    assert events["severity"] == "warning"
+    assert "records are missing" in events["message"]
+
+
+def test_joins_on_an_aged_metadata_log(tmp_path: Path) -> None:
+    """The metadata log's first segment deleted after the snapshot at 80: the joins still hold,
+    from the snapshot on (the deleted orders id is no longer in the history, so the message
+    says the metadata log never gave it)."""
+    root = tmp_path / "node1"
+    shutil.copytree(KRAFT, root)
+    for f in (root / "__cluster_metadata-0").glob("00000000000000000000.*"):
+        f.unlink()
+    _, found = findings(root)
+    (f,) = of(found, "topic_id_mismatch")
+    assert "never gave orders the id" in f["message"]
+    assert of(found, "leader_epoch_mismatch") == []
+    assert {g["producer_id"] for g in of(found, "producer_id_unallocated")} == {PID_ROGUE}
+    assert of(found, "offset_gap", "ledger")[0]["severity"] == "info"
+
+
+def test_without_a_metadata_log_nothing_changes() -> None:
+    """No __cluster_metadata dir: no join findings, no finding speaks of a metadata log."""
+    _, found = findings(FIX / "corrupt")
+    assert not [f for f in found if f["kind"] in ("topic_id_mismatch", "leader_epoch_mismatch",
+                                                  "producer_id_unallocated")]
+    assert of(found, "offset_gap")
+    assert all("metadata log" not in f["message"] for f in found)
+
+
+# --- cleanup.policy resolution, unit by unit ---------------------------------------------------
+
+def _view(*configs: tuple[int, str, str, str | None]) -> ClusterView:
+    image = ClusterImage()
+    for i, (rtype, rname, name, value) in enumerate(configs):
+        image.replay(MetadataRecord(type_id=4, version=0, data={
+            "resource_type": rtype, "resource_name": rname, "name": name, "value": value}),
+            Where(i, 0, 1))
+    return ClusterView(path="m", image=image, history=image, snapshot=None,
+                       snapshot_end_offset=None, history_start_offset=0, log_start_offset=0,
+                       log_end_offset=len(configs), as_of_offset=None, quorum_state=None)
+
+
+def _gap(cause: str = GENERIC_GAP_CAUSE) -> Finding:
+    return Finding(kind="offset_gap", topic="t", partition=0, offset=9,
+                   message="1 gap in the offsets of x.log (2 offsets skipped): " + cause)
+
+
+def test_cleanup_policy_resolution_follows_log_config() -> None:
+    """LogConfig: the topic's cleanup.policy, else a broker's dynamic log.cleanup.policy, else
+    the cluster default; with none in the metadata log the gap is only likely missing data."""
+    (none,) = annotate_offset_gaps([_gap()], _view())
+    assert none.level == "warning" and "Kafka's default is delete" in none.message
+    (default,) = annotate_offset_gaps([_gap()], _view((4, "", "log.cleanup.policy", "compact")))
+    assert default.level == "info" and "cluster-default log.cleanup.policy" in default.message
+    (topic,) = annotate_offset_gaps([_gap()], _view((4, "", "log.cleanup.policy", "compact"),
+                                                    (2, "t", "cleanup.policy", "delete")))
+    assert topic.level == "warning" and "cleanup.policy=delete, topic config" in topic.message
+
+
+def test_a_topic_compacted_earlier_explains_its_gaps() -> None:
+    """A topic once compacted keeps the gaps compaction left even after it moved to delete."""
+    (f,) = annotate_offset_gaps([_gap()], _view((2, "t", "cleanup.policy", "compact"),
+                                                (2, "t", "cleanup.policy", "delete")))
+    assert f.level == "info" and "was compacted (cleanup.policy=compact set at metadata " \
+                                 "offset 0)" in f.message
+
+
+def test_a_gap_explained_by_damage_is_left_alone() -> None:
+    """offset_gap whose cause is damage in the copy keeps its message."""
+    damaged = _gap("the bytes before the next batch are damaged (crc_mismatch at 10)")
+    assert annotate_offset_gaps([damaged], _view()) == [damaged]
