@@ -7,13 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
-from fixtures.generate_kraft import PID_NEW, PID_OLD, PID_ROGUE, TOPIC
+from fixtures.generate_kraft import PID_NEW, PID_OLD, PID_ROGUE, T0, TOPIC, data_partition
 from kafkatx.analysis.cluster_joins import GENERIC_GAP_CAUSE, annotate_offset_gaps
 from kafkatx.analysis.cluster_view import ClusterView
 from kafkatx.analysis.findings import Finding
 from kafkatx.formats.checkpoints import EpochEntry, build_leader_epoch_checkpoint
 from kafkatx.formats.metadata_records import MetadataRecord
-from kafkatx.formats.record_batch import Record, build_batch
+from kafkatx.formats.record_batch import ControlType, Record, build_batch
+from kafkatx.formats.record_batch import build_control_batch as marker_batch
 from kafkatx.semantics.cluster_metadata import ClusterImage, Where
 from tests.readonly import snapshot_tree
 from tests.test_cli_dump import FIX, run
@@ -176,3 +177,29 @@ def test_a_gap_explained_by_damage_is_left_alone() -> None:
     """offset_gap whose cause is damage in the copy keeps its message."""
     damaged = _gap("the bytes before the next batch are damaged (crc_mismatch at 10)")
     assert annotate_offset_gaps([damaged], _view()) == [damaged]
+
+
+def test_joins_on_a_retention_aged_partition(tmp_path: Path) -> None:
+    """payments-0 after retention deleted its first batches (log start 4, the leader-epoch
+    checkpoint truncated from the start as LeaderEpochFileCache#truncateFromStart does): the
+    COMMIT marker in epoch 2 is still consistent, producer 5000 still unallocated."""
+    root = tmp_path / "node1"
+    shutil.copytree(KRAFT, root)
+    shutil.rmtree(root / "payments-0")
+    t2 = T0 + 950_000
+    data_partition(root, "payments-0", "payments", [
+        marker_batch(base_offset=4, producer_id=PID_OLD, producer_epoch=0,
+                     control_type=ControlType.COMMIT, timestamp=t2, coordinator_epoch=1,
+                     partition_leader_epoch=2),
+        build_batch([Record(offset=5, timestamp=t2 + 100, key=b"e", value=b"5")],
+                    producer_id=PID_NEW, producer_epoch=0, base_sequence=0,
+                    partition_leader_epoch=2),
+        build_batch([Record(offset=6, timestamp=t2 + 200, key=b"f", value=b"6")],
+                    producer_id=PID_ROGUE, producer_epoch=0, base_sequence=0,
+                    partition_leader_epoch=2),
+    ], [(2, 4)])
+    assert [p.name for p in (root / "payments-0").glob("*.log")] == [
+        "00000000000000000004.log"]
+    _, found = findings(root)
+    assert of(found, "leader_epoch_mismatch") == []
+    assert {f["producer_id"] for f in of(found, "producer_id_unallocated")} == {PID_ROGUE}
