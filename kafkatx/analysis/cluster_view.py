@@ -58,11 +58,6 @@ class ClusterView:
     raft_leaders: list[RaftLeaderChange] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    # -- questions the joins ask -------------------------------------------------------------
-
-    def topic_id_history(self, name: str) -> list[dict[str, Any]]:
-        return [e.to_dict() for e in self.history.topic_events if e.name == name]
-
     def to_dict(self) -> dict[str, Any]:
         return cluster_dict(self)
 
