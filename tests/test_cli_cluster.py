@@ -150,7 +150,8 @@ def test_a_snapshot_that_disagrees_with_its_log_is_reported(tmp_path: Path) -> N
 
 def test_table_output_and_errors(tmp_path: Path) -> None:
     """The table names the release, the topics and each partition's leader epochs; a dir with
-    no metadata log is a one-line error, exit 1."""
+    no metadata log is a one-line error, exit 1; a missing path or a negative offset is a usage
+    error, exit 2."""
     proc = run("cluster", str(KRAFT))
     assert proc.returncode == 0, proc.stderr
     assert "metadata.version: 25 (4.0-IV3)" in proc.stdout
@@ -159,6 +160,8 @@ def test_table_output_and_errors(tmp_path: Path) -> None:
     proc = run("cluster", str(tmp_path))
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "no __cluster_metadata" in proc.stderr
+    assert run("cluster", str(tmp_path / "missing")).returncode == 2  # usage errors
+    assert run("cluster", "--as-of-offset", "-1", str(KRAFT)).returncode == 2
 
 
 def test_inspect_has_a_cluster_section_when_a_metadata_log_is_there() -> None:

@@ -26,7 +26,7 @@ def load_clusters(paths: tuple[str, ...], as_of_offset: int | None) -> list[dict
 
 @click.command("cluster")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--as-of-offset", type=int,
+@click.option("--as-of-offset", type=click.IntRange(min=0),
               help="The cluster as it stood after metadata log offset N.")
 @click.option("--all", "show_all", is_flag=True,
               help=f"Every partition (tables show {PARTITIONS_SHOWN} per topic).")
