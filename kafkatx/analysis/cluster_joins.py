@@ -9,6 +9,8 @@
   never reached, or one in which the partition had no leader, cannot have been appended;
 - producer ids in the data against the blocks of ``ProducerIdsRecord``: the controller hands out
   every id below the newest ``NextProducerId`` and no other (``ProducerIdControlManager``);
+- COMMIT markers against the finalized ``transaction.version`` of their time: only transactions
+  v2 (KIP-890, ``TransactionVersion#supportsEpochBump``) commits with the epoch bumped;
 - ``offset_gap`` findings made exact by the topic's ``cleanup.policy`` (topic config, then the
   brokers' dynamic ``log.cleanup.policy``, as ``LogConfig`` resolves it).
 """
@@ -24,6 +26,8 @@ from kafkatx.engines.partition_facts import PartitionFacts
 from kafkatx.semantics.cluster_metadata import (
     NO_LEADER,
     TOPIC_RESOURCE,
+    TRANSACTION_VERSION_FEATURE,
+    FeatureChange,
     LeaderEpochChange,
     Where,
 )
@@ -46,6 +50,7 @@ def join_partitions(view: ClusterView, facts: Iterable[PartitionFacts]) -> list[
         if same_topic:
             _leader_epochs(view, f, out)
         _producer_ids(view, f, out)
+        _transaction_versions(view, f, out)
     return out
 
 
@@ -159,6 +164,52 @@ def _producer_ids(view: ClusterView, f: PartitionFacts, out: list[Finding]) -> N
                      f"a ProducerIdsRecord covers: {handed}, so no broker of this cluster "
                      "allocated it (a log from another cluster, or a client that made up its "
                      "id)")))
+
+
+def _tv_at(view: ClusterView, timestamp: int) -> tuple[int, FeatureChange | None] | None:
+    """The finalized ``transaction.version`` at ``timestamp`` by the metadata records' times
+    (``None`` when the history does not reach back that far)."""
+    changes = [c for c in view.history.feature_changes if c.name == TRANSACTION_VERSION_FEATURE]
+    last = None
+    for change in changes:
+        if change.where.timestamp <= timestamp:
+            last = change
+    if last is not None:
+        return last.level, last
+    if view.history_start_offset == 0:
+        return 0, None  # not finalized yet: transactions v0
+    return None
+
+
+def _transaction_versions(view: ClusterView, f: PartitionFacts, out: list[Finding]) -> None:
+    """A COMMIT whose epoch is one above its data's is how transactions v2 end a transaction
+    (KIP-890: the coordinator bumps the epoch with every EndTxn); under transaction.version 0
+    or 1 a commit keeps the producer's epoch. Such a commit while the cluster's finalized
+    transaction.version was below 2 cannot come from this cluster's coordinator."""
+    for c in f.commits:
+        if c.marker_epoch != c.data_epoch + 1:
+            continue
+        known = _tv_at(view, c.timestamp)
+        if known is None or known[0] >= 2:
+            continue
+        level, change = known
+        since = "never finalized before" if change is None else f"since {_at(change.where)}"
+        upgrade = next((x for x in view.history.feature_changes
+                        if x.name == TRANSACTION_VERSION_FEATURE and x.level >= 2
+                        and x.where.timestamp > c.timestamp), None)
+        later = (f"; it became {upgrade.level} {_at(upgrade.where)}, "
+                 f"{(upgrade.where.timestamp - c.timestamp) / 1000:.0f}s later"
+                 if upgrade else "")
+        out.append(Finding(
+            kind="transaction_version_mismatch", topic=f.topic, partition=f.partition,
+            producer_id=c.producer_id, producer_epoch=c.data_epoch, offset=c.offset,
+            location=location(c.path, c.position),
+            message=(f"the COMMIT marker of producer {c.producer_id} at offset {c.offset} carries "
+                     f"epoch {c.marker_epoch}, one above its data's {c.data_epoch}: a "
+                     "transactions-v2 commit (KIP-890 bumps the epoch with each EndTxn), but "
+                     f"the cluster's finalized transaction.version was {level} then ({since}, by "
+                     f"the metadata records' times{later}); under transaction.version 0/1 a "
+                     "commit keeps the epoch")))
 
 
 def cleanup_policy(view: ClusterView, topic: str) -> tuple[str | None, str]:

@@ -91,6 +91,8 @@ KINDS: dict[str, FindingKind] = {
         ERROR, "data or a leader-epoch-checkpoint in an epoch the controller never led"),
     "producer_id_unallocated": FindingKind(
         WARNING, "a producer id no ProducerIdsRecord block ever covered"),
+    "transaction_version_mismatch": FindingKind(
+        WARNING, "a transactions-v2 commit while the cluster's transaction.version was below 2"),
 }
 
 

@@ -3,7 +3,8 @@
 Its ``partition.metadata`` topic id (``PartitionMetadataFile``), its ``leader-epoch-checkpoint``
 entries (``LeaderEpochFileCache``), the runs of batches by ``partitionLeaderEpoch`` (the epoch of
 the leader that appended them: ``UnifiedLog#append`` stamps it) and the first batch of each
-producer id, from one columnar scan of batch headers per segment.
+producer id, and each COMMIT marker with the epoch of the data it closes, from one columnar scan
+of batch headers per segment.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kafkatx.formats.checkpoints import (
     read_leader_epoch_checkpoint,
     read_partition_metadata,
 )
+from kafkatx.formats.record_batch import CONTROL_FLAG, TRANSACTIONAL_FLAG, ControlType
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.files import open_bytes, read_text
@@ -42,6 +44,19 @@ class ProducerSeen:
     position: int
 
 
+@dataclass(frozen=True, slots=True)
+class CommitSeen:
+    """A COMMIT marker and the epoch of its producer's transactional data before it."""
+
+    producer_id: int
+    data_epoch: int
+    marker_epoch: int
+    offset: int
+    timestamp: int
+    path: str
+    position: int
+
+
 @dataclass(slots=True)
 class PartitionFacts:
     topic: str
@@ -53,7 +68,9 @@ class PartitionFacts:
     epoch_checkpoint_path: str | None = None
     epoch_runs: list[EpochRun] = field(default_factory=list)
     producers: dict[int, ProducerSeen] = field(default_factory=dict)
+    commits: list[CommitSeen] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    data_epochs: dict[int, int] = field(default_factory=dict)  # pid -> last transactional data
 
 
 def gather_partition_facts(pdir: PartitionDir) -> PartitionFacts:
@@ -101,8 +118,25 @@ def _scan(facts: PartitionFacts, scan, path: str) -> None:
             facts.epoch_runs[-1] = run
         else:
             facts.epoch_runs.append(run)
+    _commits(facts, scan, v2, path)
     pids = h.producer_id[v2]
     unique, first = np.unique(pids, return_index=True)
     for pid, i in zip(unique.tolist(), first.tolist(), strict=True):
         if pid >= 0 and pid not in facts.producers:
             facts.producers[pid] = ProducerSeen(pid, int(base[i]), path, int(pos[i]))
+
+
+def _commits(facts: PartitionFacts, scan, v2: np.ndarray, path: str) -> None:
+    """COMMIT markers with the epoch of the data they close (the producer's last transactional
+    data batch before them in this partition; none seen: not recorded)."""
+    h = scan.headers
+    txn = v2[(h.attributes[v2] & TRANSACTIONAL_FLAG) != 0]
+    for i in txn.tolist():
+        pid, epoch = int(h.producer_id[i]), int(h.producer_epoch[i])
+        if not h.attributes[i] & CONTROL_FLAG:
+            facts.data_epochs[pid] = epoch
+            continue
+        data_epoch = facts.data_epochs.pop(pid, None)
+        if int(scan.control_type[i]) == ControlType.COMMIT and data_epoch is not None:
+            facts.commits.append(CommitSeen(pid, data_epoch, epoch, int(h.base_offset[i]),
+                                            int(h.max_timestamp[i]), path, int(h.position[i])))

@@ -203,3 +203,49 @@ def test_joins_on_a_retention_aged_partition(tmp_path: Path) -> None:
     _, found = findings(root)
     assert of(found, "leader_epoch_mismatch") == []
     assert {f["producer_id"] for f in of(found, "producer_id_unallocated")} == {PID_ROGUE}
+
+
+def _payments_with_commit(tmp_path: Path, *, marker_epoch: int, marker_ts: int) -> Path:
+    root = tmp_path / "node1"
+    shutil.copytree(KRAFT, root)
+    shutil.rmtree(root / "payments-0")
+    data_partition(root, "payments-0", "payments", [
+        build_batch([Record(offset=0, timestamp=T0 + 200_000, key=b"c", value=b"3")],
+                    producer_id=PID_OLD, producer_epoch=0, base_sequence=0,
+                    is_transactional=True, partition_leader_epoch=0),
+        marker_batch(base_offset=1, producer_id=PID_OLD, producer_epoch=marker_epoch,
+                     control_type=ControlType.COMMIT, timestamp=marker_ts, coordinator_epoch=1,
+                     partition_leader_epoch=2),
+    ], [(0, 0), (2, 1)])
+    return root
+
+
+def test_a_v2_commit_before_the_cluster_finalized_transaction_version_2(tmp_path: Path) -> None:
+    """TransactionVersion#supportsEpochBump: only TV2 commits with the epoch bumped (KIP-890);
+    the fixture finalizes transaction.version 2 at metadata offset 192 (04:20 UTC), so a bumped
+    COMMIT at 04:15:50 is reported, one at 04:21:40 is not, and a TV1 commit never is."""
+    root = _payments_with_commit(tmp_path, marker_epoch=1, marker_ts=T0 + 950_000)
+    _, found = findings(root)
+    (f,) = of(found, "transaction_version_mismatch")
+    assert (f["topic"], f["offset"], f["producer_id"]) == ("payments", 1, PID_OLD)
+    assert "transaction.version was 1 then (since at metadata offset 2" in f["message"]
+    assert "it became 2 at metadata offset 192, 250s later" in f["message"]
+    later = _payments_with_commit(tmp_path / "later", marker_epoch=1, marker_ts=T0 + 1_300_000)
+    assert of(findings(later)[1], "transaction_version_mismatch") == []
+    _, fixture = findings(KRAFT)
+    assert of(fixture, "transaction_version_mismatch") == []
+
+
+def test_transaction_version_join_on_an_aged_metadata_log(tmp_path: Path) -> None:
+    """With the metadata log read from its snapshot (first segment deleted), the snapshot says
+    transaction.version 1 as of its own time: a bumped COMMIT after it is still reported, one
+    from before the snapshot is not judged."""
+    root = _payments_with_commit(tmp_path, marker_epoch=1, marker_ts=T0 + 950_000)
+    for f in (root / "__cluster_metadata-0").glob("00000000000000000000.*"):
+        f.unlink()
+    (f,) = of(findings(root)[1], "transaction_version_mismatch")
+    assert "since in the snapshot" in f["message"]
+    early = _payments_with_commit(tmp_path / "early", marker_epoch=1, marker_ts=T0 + 90_000)
+    for f in (early / "__cluster_metadata-0").glob("00000000000000000000.*"):
+        f.unlink()
+    assert of(findings(early)[1], "transaction_version_mismatch") == []
