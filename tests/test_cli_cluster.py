@@ -177,3 +177,21 @@ def test_inspect_has_a_cluster_section_when_a_metadata_log_is_there() -> None:
     assert f"orders (id {TOPIC['orders@1']}, metadata offset 75)" in proc.stdout
     proc = run("inspect", "--format", "json", str(FIX / "logdir"))
     assert json.loads(proc.stdout)["cluster"] == []
+
+
+def test_copies_from_several_nodes(tmp_path: Path) -> None:
+    """A folder of two nodes' copies: one view per metadata log; inspect joins with the most
+    up-to-date one (node2's replica lags: its log ends at the snapshot, offset 80)."""
+    shutil.copytree(KRAFT, tmp_path / "node1")
+    shutil.copytree(KRAFT, tmp_path / "node2")
+    for f in (tmp_path / "node2" / "__cluster_metadata-0").glob("00000000000000000080.*"):
+        f.unlink()
+    views = cluster(str(tmp_path))
+    assert [v["source"]["log_end_offset"] for v in views] == [200, 80]
+    assert views[1]["features"]["transaction.version"] == 1
+    proc = run("inspect", "--format", "json", str(tmp_path))
+    doc = json.loads(proc.stdout)
+    assert len(doc["cluster"]) == 2
+    mismatches = [f for f in doc["findings"] if f["kind"] == "topic_id_mismatch"]
+    assert len(mismatches) == 2  # orders-0 in each copy
+    assert all("created at metadata offset 76" in f["message"] for f in mismatches)
