@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from fixtures.generate_kraft import PID_NEW, PID_OLD, PID_ROGUE, T0, TOPIC, data_partition
 from kafkatx.analysis.cluster_joins import GENERIC_GAP_CAUSE, annotate_offset_gaps
 from kafkatx.analysis.cluster_view import ClusterView
 from kafkatx.analysis.findings import Finding
+from kafkatx.engines.local import AnalysisOptions
 from kafkatx.formats.checkpoints import EpochEntry, build_leader_epoch_checkpoint
 from kafkatx.formats.metadata_records import MetadataRecord
 from kafkatx.formats.record_batch import ControlType, Record, build_batch
@@ -249,3 +251,17 @@ def test_transaction_version_join_on_an_aged_metadata_log(tmp_path: Path) -> Non
     for f in (early / "__cluster_metadata-0").glob("00000000000000000000.*"):
         f.unlink()
     assert of(findings(early)[1], "transaction_version_mismatch") == []
+
+
+def test_both_engines_give_the_same_joins(engine: Any) -> None:
+    """The joins run after either engine's inspection (local and Spark) with the same result."""
+    from kafkatx.engines.cluster_metadata import join_inspection
+
+    result = engine.inspect([str(KRAFT)], options=AnalysisOptions(now_ms=T0 + 3_600_000))
+    join_inspection([str(KRAFT)], result)
+    kinds = sorted((f.kind, f.topic, f.offset) for f in result.findings
+                   if f.kind in ("topic_id_mismatch", "producer_id_unallocated", "offset_gap"))
+    assert kinds == [("offset_gap", "events", 5), ("offset_gap", "ledger", 4),
+                     ("producer_id_unallocated", "payments", 6),
+                     ("topic_id_mismatch", "orders", None)]
+    assert len(result.clusters) == 1 and result.clusters[0].log_end_offset == 200
