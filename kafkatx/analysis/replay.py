@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
@@ -19,10 +23,21 @@ from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.semantics.producer_state import (
     AppendOrigin,
+    CompletedTxn,
+    ProducerStateEntry,
     ProducerStateError,
     ProducerStateManager,
+    TxnMetadata,
     Violation,
     last_stable_offset,
+)
+from kafkatx.semantics.producer_state_columnar import (
+    EVENT_EXACT,
+    EVENT_MARKER,
+    EVENT_TXN_START,
+    RunColumns,
+    finish_run,
+    plan_run,
 )
 from kafkatx.storage.layout import CONSUMER_OFFSETS_TOPIC
 
@@ -119,6 +134,26 @@ class ReplayResult:
         return [t for t in self.transactions if t.outcome == OPEN]
 
 
+def run_columns(scan: SegmentScan, keep: npt.NDArray[np.intp] | None = None) -> RunColumns:
+    """The columns the columnar replay reads, for the rows ``keep`` (default: all)."""
+    h = scan.headers
+
+    def col(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        return (values if keep is None else values[keep]).astype(np.int64)
+
+    def flag(values: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        return values if keep is None else values[keep]
+
+    return RunColumns(
+        base_offset=col(h.base_offset), last_offset=col(h.last_offset),
+        producer_id=col(h.producer_id), producer_epoch=col(h.producer_epoch),
+        base_sequence=col(h.base_sequence), last_sequence=col(h.last_sequence),
+        max_timestamp=col(h.max_timestamp), records_count=col(h.records_count),
+        is_transactional=flag(h.is_transactional), is_control=flag(h.is_control),
+        magic=col(h.magic), control_type=col(scan.control_type),
+        coordinator_epoch=col(scan.coordinator_epoch))
+
+
 class PartitionReplayer:
     """Feeds scanned segments, in offset order, through Kafka's producer-state rules."""
 
@@ -129,7 +164,11 @@ class PartitionReplayer:
         start_offset: int | None = None,
         snapshot_offsets: Iterable[int] = (),
         topic: str | None = None,
+        columnar: bool = True,
     ) -> None:
+        """``columnar``: replay the common case in bulk (:mod:`producer_state_columnar`);
+        False: every batch through the per-batch core (the reference; same results)."""
+        self.columnar = columnar
         self.result = ReplayResult(state=state or ProducerStateManager())
         # Offset commits in __consumer_offsets are appended by the group coordinator (origin
         # COORDINATOR: epochs checked, sequences not, every batch at base sequence 0).
@@ -163,6 +202,22 @@ class PartitionReplayer:
 
     def feed(self, scan: SegmentScan) -> None:
         """Replay one segment's batches (call in segment order)."""
+        if self.columnar:
+            self._feed_columnar(scan)
+        else:
+            self.feed_per_batch(scan)
+
+    def _note_timestamps(self, h: HeaderColumns) -> None:
+        res = self.result
+        real = h.max_timestamp[h.max_timestamp >= 0]
+        if len(real):
+            res.max_timestamp = max(res.max_timestamp, int(real.max()))
+            low = int(real.min())
+            res.min_timestamp = low if res.min_timestamp < 0 else min(res.min_timestamp, low)
+
+    def feed_per_batch(self, scan: SegmentScan) -> None:
+        """Replay one segment batch by batch through the per-batch core (the reference the
+        columnar path is proven equal to)."""
         h: HeaderColumns = scan.headers
         n = len(h)
         if not n:
@@ -183,11 +238,7 @@ class PartitionReplayer:
         coord = scan.coordinator_epoch.tolist()
         res = self.result
         psm = res.state
-        real = h.max_timestamp[h.max_timestamp >= 0]
-        if len(real):
-            res.max_timestamp = max(res.max_timestamp, int(real.max()))
-            low = int(real.min())
-            res.min_timestamp = low if res.min_timestamp < 0 else min(res.min_timestamp, low)
+        self._note_timestamps(h)
         for i in range(n):
             if self.start_offset is not None and last[i] < self.start_offset:
                 continue
@@ -197,18 +248,126 @@ class PartitionReplayer:
             if not is_ctl[i]:
                 res.data_records += count[i]
             if pid[i] >= 0 and magic[i] >= 2:
-                self._current = BatchRef(path=scan.path, position=position[i],
-                                         base_offset=base[i], last_offset=last[i],
-                                         producer_id=pid[i], producer_epoch=epoch[i])
-                if is_ctl[i]:
-                    self._marker(pid[i], epoch[i], max_ts[i], count[i], ctl_type[i],
-                                 coord[i])
-                else:
-                    self._data(base[i], last[i], pid[i], epoch[i], base_seq[i], last_seq[i],
-                               max_ts[i], count[i], is_txn[i])
+                self._batch(scan.path, position[i], base[i], last[i], pid[i], epoch[i],
+                            base_seq[i], last_seq[i], max_ts[i], count[i], is_txn[i], is_ctl[i],
+                            ctl_type[i], coord[i])
             psm.update_map_end_offset(last[i] + 1)
             res.log_end_offset = last[i] + 1
             self._maybe_record_snapshot(last[i] + 1)
+
+    def _batch(self, path: str | None, position: int, base: int, last: int, pid: int,
+               epoch: int, base_seq: int, last_seq: int, max_ts: int, count: int, is_txn: bool,
+               is_ctl: bool, ctl_type: int, coord: int) -> None:
+        """One producer batch through the per-batch core."""
+        self._current = BatchRef(path=path, position=position, base_offset=base,
+                                 last_offset=last, producer_id=pid, producer_epoch=epoch)
+        if is_ctl:
+            self._marker(pid, epoch, max_ts, count, ctl_type, coord)
+        else:
+            self._data(base, last, pid, epoch, base_seq, last_seq, max_ts, count, is_txn)
+
+    # -- the columnar path --------------------------------------------------------------------
+
+    def _feed_columnar(self, scan: SegmentScan) -> None:
+        h: HeaderColumns = scan.headers
+        if not len(h):
+            return
+        self._note_timestamps(h)
+        keep = (np.flatnonzero(h.last_offset >= self.start_offset)
+                if self.start_offset is not None else None)
+        cols = run_columns(scan, keep)
+        n = len(cols)
+        if not n:
+            return
+        positions = h.position if keep is None else h.position[keep]
+        res = self.result
+        if res.first_offset is None:
+            res.first_offset = int(cols.base_offset[0])
+        res.batches += n
+        res.data_records += int(cols.records_count[~cols.is_control].sum())
+        next_offset = cols.last_offset + 1
+        start = 0
+        for row, offset in self._snapshot_cuts(next_offset):
+            self._run(cols, positions, scan.path, start, row + 1)
+            start = row + 1
+            self.result.snapshot_states[offset] = SnapshotCheckpoint(
+                offset=offset, entries=self.result.state.snapshot_entries())
+        self._run(cols, positions, scan.path, start, n)
+        res.state.update_map_end_offset(int(next_offset[-1]))
+        res.log_end_offset = int(next_offset[-1])
+
+    def _snapshot_cuts(self, next_offset: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """(row, snapshot offset) pairs: after ``row`` the per-batch replay records a snapshot
+        checkpoint; pops every snapshot offset the run passes (as ``_maybe_record_snapshot``)."""
+        reached = np.maximum.accumulate(next_offset)
+        cuts = []
+        while self._snapshot_offsets and self._snapshot_offsets[0] <= reached[-1]:
+            off = self._snapshot_offsets.pop(0)
+            row = int(np.searchsorted(reached, off, side="left"))
+            if next_offset[row] == off:
+                cuts.append((row, off))
+        return cuts
+
+    def _run(self, cols: RunColumns, positions: npt.NDArray[np.int64], path: str | None,
+             lo: int, hi: int) -> None:
+        """Replay rows [lo, hi) of a segment: the common case in bulk, the rest batch by batch."""
+        if lo >= hi:
+            return
+        if lo > 0 or hi < len(cols):
+            cols = RunColumns(**{f: getattr(cols, f)[lo:hi] for f in RunColumns.__slots__})
+            positions = positions[lo:hi]
+        psm = self.result.state
+        plan = plan_run(cols, psm, tracked_open={p: t.first_offset for p, t in self._open.items()},
+                        check_sequences=self.audit_origin == AppendOrigin.CLIENT)
+        continuing = {ref: self._open[int(plan.producer_id[plan.txn_producer[ref]])]
+                      for ref in np.flatnonzero(plan.txn_continues).tolist()}
+        base = cols.base_offset
+        txn_producer = plan.txn_producer.tolist()
+        producer_ids = plan.producer_id.tolist()
+        txn_first = plan.txn_first_offset.tolist()
+        res = self.result
+        for key, ref in zip(plan.event_keys.tolist(), plan.event_refs.tolist(), strict=True):
+            row = key >> 2
+            kind = key & 3
+            if kind == EVENT_MARKER:
+                pid = producer_ids[txn_producer[ref]]
+                ctl_type = int(cols.control_type[row])
+                completed = CompletedTxn(pid, txn_first[ref], int(base[row]),
+                                         ctl_type == ControlType.ABORT)
+                self._completed(completed, pid, int(cols.producer_epoch[row]),
+                                int(cols.max_timestamp[row]), int(cols.coordinator_epoch[row]))
+            elif kind == EVENT_TXN_START:
+                pid = producer_ids[txn_producer[ref]]
+                first = txn_first[ref]
+                txn = Transaction(
+                    producer_id=pid, producer_epoch=int(plan.txn_epoch[ref]), first_offset=first,
+                    last_data_offset=int(plan.txn_last_data_offset[ref]),
+                    first_timestamp=int(plan.txn_first_timestamp[ref]),
+                    last_timestamp=int(plan.txn_last_timestamp[ref]),
+                    batches=int(plan.txn_batches[ref]), records=int(plan.txn_records[ref]))
+                self._open[pid] = txn
+                res.transactions.append(txn)
+                psm.ongoing_txns.put(first, TxnMetadata(pid, first))
+            elif kind == EVENT_EXACT:
+                self._batch(path, int(positions[row]), int(base[row]),
+                            int(cols.last_offset[row]), int(cols.producer_id[row]),
+                            int(cols.producer_epoch[row]), int(cols.base_sequence[row]),
+                            int(cols.last_sequence[row]), int(cols.max_timestamp[row]),
+                            int(cols.records_count[row]), bool(cols.is_transactional[row]),
+                            bool(cols.is_control[row]), int(cols.control_type[row]),
+                            int(cols.coordinator_epoch[row]))
+            else:
+                pid = producer_ids[ref]
+                psm.producers[pid] = ProducerStateEntry(pid)
+        for ref, txn in continuing.items():
+            added = int(plan.txn_batches[ref])
+            if added:
+                txn.batches += added
+                txn.records += int(plan.txn_records[ref])
+                txn.last_data_offset = int(plan.txn_last_data_offset[ref])
+                txn.first_timestamp = min(txn.first_timestamp, int(plan.txn_first_timestamp[ref]))
+                txn.last_timestamp = max(txn.last_timestamp, int(plan.txn_last_timestamp[ref]))
+        finish_run(plan, cols, psm)
 
     def _data(self, base: int, last: int, pid: int, epoch: int, base_seq: int, last_seq: int,
               max_ts: int, count: int, is_txn: bool) -> None:
@@ -273,6 +432,13 @@ class PartitionReplayer:
                                         "; the producer has no earlier batch here (its data may "
                                         "have been deleted, or the marker is stray)"))))
             return
+        self._completed(completed, pid, epoch, ts, coordinator_epoch)
+
+    def _completed(self, completed: CompletedTxn, pid: int, epoch: int, ts: int,
+                   coordinator_epoch: int) -> None:
+        """A marker closed ``completed``: the .txnindex entry, the LSO of that moment, the
+        transaction's outcome (``ProducerStateManager#lastStableOffset`` / ``completeTxn``)."""
+        psm = self.result.state
         lso = psm.last_stable_offset(completed)
         if completed.is_aborted:
             self.result.expected_aborted.append(ExpectedAbortedTxn(

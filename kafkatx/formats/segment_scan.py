@@ -16,8 +16,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatx.errors import FormatError
-from kafkatx.formats.batchscan import HeaderColumns, StopReason, scan_v2_run
-from kafkatx.formats.record_batch import RecordBatch, compute_crc, parse_batch
+from kafkatx.formats.batchscan import (
+    RECORD_BATCH_OVERHEAD,
+    HeaderColumns,
+    StopReason,
+    scan_v2_run,
+)
+from kafkatx.formats.record_batch import ControlType, RecordBatch, compute_crc, parse_batch
 from kafkatx.formats.segment import (
     CRC_MISMATCH,
     SegmentEntry,
@@ -97,8 +102,9 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
     headers = HeaderColumns.concat(parts)
     control_type = np.full(len(headers), NO_CONTROL, dtype=np.int16)
     coordinator_epoch = np.full(len(headers), -1, dtype=np.int32)
-    for i in np.flatnonzero(headers.is_control & (headers.magic == 2)
-                            & (headers.records_count > 0)):
+    controls = np.flatnonzero(headers.is_control & (headers.magic == 2)
+                              & (headers.records_count > 0))
+    for i in _decode_markers(buf, headers, controls, control_type, coordinator_epoch):
         pos = int(headers.position[i])
         try:
             control = parse_batch(buf, pos, path=path).control
@@ -112,6 +118,45 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
     problems.sort(key=lambda p: p.position)
     return SegmentScan(path=path, headers=headers, control_type=control_type,
                        coordinator_epoch=coordinator_epoch, problems=tuple(problems), size=end)
+
+
+# The one control record of an uncompressed COMMIT/ABORT marker as Kafka writes it
+# (``EndTransactionMarker``: key = version 0 + type, value = version 0 + coordinator epoch),
+# from the batch start: record length 16 (zigzag 0x20), attributes, single-byte timestamp and
+# offset deltas, key length 4 (0x08), 4 key bytes, value length 6 (0x0c), 6 value bytes, no
+# headers (0x00).
+MARKER_RECORD_END = RECORD_BATCH_OVERHEAD + 17
+_MARKER_BYTES = {61: 0x20, 65: 0x08, 70: 0x0C, 77: 0x00}
+
+
+def _decode_markers(buf: bytes | memoryview, headers: HeaderColumns, rows: npt.NDArray[np.intp],
+                    control_type: npt.NDArray[np.int16],
+                    coordinator_epoch: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+    """Fill ``control_type``/``coordinator_epoch`` of the control batches at ``rows`` that have
+    exactly the fixed layout above, read straight from the bytes; returns the other rows (any
+    other layout, type or compression), which the caller decodes the exact way."""
+    if not len(rows):
+        return rows
+    fits = ((headers.compression[rows] == 0)
+            & (headers.size[rows] >= MARKER_RECORD_END))
+    cand = rows[fits]
+    data = np.frombuffer(buf, dtype=np.uint8)
+    at = headers.position[cand][:, None] + np.arange(MARKER_RECORD_END, dtype=np.int64)
+    rec = data[at] if len(cand) else np.zeros((0, MARKER_RECORD_END), dtype=np.uint8)
+    ok = np.ones(len(cand), dtype=bool)
+    for offset, value in _MARKER_BYTES.items():
+        ok &= rec[:, offset] == value
+    ok &= (rec[:, 63] < 0x80) & (rec[:, 64] < 0x80)  # one-byte varints
+    ok &= rec[:, 66] < 0x80  # key version >= 0
+    key_type = (rec[:, 68].astype(np.int16) << 8) | rec[:, 69]
+    ok &= (rec[:, 68] < 0x80) & ((key_type == ControlType.ABORT)
+                                  | (key_type == ControlType.COMMIT))
+    epoch = rec[:, 73:77].copy().view(">i4").reshape(-1).astype(np.int32)
+    control_type[cand[ok]] = key_type[ok]
+    coordinator_epoch[cand[ok]] = epoch[ok]
+    rest = np.ones(len(rows), dtype=bool)
+    rest[np.flatnonzero(fits)[ok]] = False
+    return rows[rest]
 
 
 def _crc_problems(

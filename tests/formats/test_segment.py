@@ -218,3 +218,43 @@ def test_fast_scan_equals_construct_path_on_random_segments(data: st.DataObject)
     scan_rows, scan_problems = _scan_rows(bytes(buf))
     assert scan_rows == exact_rows
     assert sorted(map(str, scan_problems)) == sorted(map(str, exact_problems))
+
+
+@st.composite
+def control_batches(draw: st.DrawFn) -> bytes:
+    """Control batches of every shape: Kafka's marker layout and its near misses (other types,
+    key versions, short or longer keys and values, timestamp deltas, headers, compression)."""
+    import struct
+
+    out = bytearray()
+    offset = draw(st.integers(0, 2**40))
+    for i in range(draw(st.integers(1, 6))):
+        if draw(st.booleans()):
+            out += build_control_batch(
+                base_offset=offset, producer_id=draw(st.integers(0, 2**40)),
+                producer_epoch=draw(st.integers(0, 2**15 - 1)),
+                control_type=draw(st.sampled_from([ControlType.ABORT, ControlType.COMMIT])),
+                timestamp=TS + i, coordinator_epoch=draw(st.integers(-(2**31), 2**31 - 1)))
+        else:
+            key = struct.pack(">hh", draw(st.integers(-2, 3)), draw(st.integers(-1, 7)))
+            key = key[:draw(st.integers(0, 4))] + draw(st.binary(max_size=3))
+            value = draw(st.one_of(st.none(), st.binary(max_size=9)))
+            record = Record(offset=offset, timestamp=TS + draw(st.integers(0, 200)), key=key,
+                            value=value, headers=tuple(draw(st.lists(
+                                st.tuples(st.just("h"), st.just(b"x")), max_size=1))))
+            out += build_batch([record], base_offset=offset, base_timestamp=TS,
+                               is_transactional=True, is_control=True, producer_id=9,
+                               producer_epoch=1, compression_id=draw(st.sampled_from([0, 0, 1])))
+        offset += 1
+    return bytes(out)
+
+
+@settings(max_examples=150, deadline=None)
+@given(control_batches())
+def test_marker_fast_decode_equals_the_construct_path(buf: bytes) -> None:
+    """``EndTransactionMarker``/``ControlRecordType`` read from fixed positions give what the
+    full record decode (``DefaultRecordBatch`` + ``ControlRecordUtils``) gives, layout or not."""
+    exact_rows, exact_problems = _exact_rows(buf)
+    scan_rows, scan_problems = _scan_rows(buf)
+    assert scan_rows == exact_rows
+    assert sorted(map(str, scan_problems)) == sorted(map(str, exact_problems))

@@ -1,0 +1,137 @@
+"""kafkatx's analysis commands against peers' bare scans, end to end, each as its own process.
+
+    python benchmarks/analysis.py [--cases small-7p,large-7p] [--commands lso,inspect]
+                                  [--repeat 3] [--quick]
+
+For each case a log dir from ``txn_logdir.py`` (one partition of transactional batches, a
+producer's COMMIT after every ``txn_batches`` of its batches, the last transactions left open)
+is built once under ``benchmarks/data/``; then every command runs in a fresh process (best of
+``--repeat`` wall times):
+
+* ``aiokafka C`` -- aiokafka's Cython ``MemoryRecords`` over the segment file: every batch's
+  header fields read and its CRC validated (the bare scan a peer does; no producer state);
+* ``kafka-python`` -- the same walk with kafka-python's pure-Python reader;
+* ``kafkatx <command>`` -- ``lso``, ``inspect``, ``verify`` with ``--format json``,
+  ``timeline --format jsonl``, and ``replay --diff --format jsonl`` (what read_committed
+  hides: the whole log walked).
+
+It prints seconds and the ratio of each to the aiokafka C reader on the same bytes (``vs
+aiokafka``; the goal for ``lso`` is <= 1.0) and of each kafkatx command to ``lso`` (goal <= 2.0
+for the others). Not a test; figures go to benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for p in (str(ROOT), str(HERE)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from txn_logdir import TOPIC, Shape, build  # noqa: E402
+
+SMALL = {"records": 1, "value_size": 44, "batches": 2_000_000, "txn_batches": 50}  # ~128 B
+LARGE = {"records": 10, "value_size": 1000, "batches": 25_000, "txn_batches": 5}  # ~10 KB
+CASES: dict[str, Shape] = {
+    f"{size}-{n}p": Shape(producers=n, **params)
+    for size, params in (("small", SMALL), ("large", LARGE)) for n in (1, 7, 1000)
+}
+COMMANDS: dict[str, list[str]] = {
+    "lso": ["lso", "--format", "json"],
+    "inspect": ["inspect", "--format", "json"],
+    "verify": ["verify", "--format", "json"],
+    "timeline": ["timeline", "--format", "jsonl"],
+    "replay": ["replay", "--topic", TOPIC, "--partition", "0", "--diff", "--format", "jsonl"],
+}
+PEERS = ("aiokafka C", "kafka-python")
+
+
+def peer_walk(reader: str, path: str) -> int:
+    """Every batch's header fields and CRC with a peer's reader (run in a child process)."""
+    if reader == "aiokafka C":
+        from aiokafka.record import _crecords
+        from aiokafka.record.memory_records import MemoryRecords
+
+        assert MemoryRecords is _crecords.MemoryRecords, "aiokafka without its C extension"
+    else:
+        from kafka.record.memory_records import MemoryRecords  # type: ignore[no-redef]
+    from scan import _read_batches
+
+    with open(path, "rb") as f:
+        data = f.read()
+    return _read_batches(MemoryRecords(data))
+
+
+def run(cmd: list[str], repeat: int, kafkatx_root: Path = ROOT) -> float:
+    best = float("inf")
+    env = {**os.environ, "PYTHONPATH": str(kafkatx_root)}
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, env=env, check=False)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode not in (0, 1):  # verify exits 1 on error findings
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+        best = min(best, elapsed)
+    return best
+
+
+def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
+             kafkatx_root: Path = ROOT) -> list[str]:
+    root = build(shape)
+    log = root / f"{TOPIC}-0" / "00000000000000000000.log"
+    size = log.stat().st_size
+    rows = shape.batches + shape.batches // shape.txn_batches
+    times: dict[str, float] = {}
+    for peer in PEERS:
+        times[peer] = run([sys.executable, __file__, "--peer", peer, str(log)], repeat)
+    for command in commands:
+        times[f"kafkatx {command}"] = run(
+            [sys.executable, "-m", "kafkatx", *COMMANDS[command], str(root)], repeat,
+            kafkatx_root)
+    lines = [f"\n{name}: {rows:,} batches of {size / rows:.0f} bytes, {size / 2**20:.1f} MiB, "
+             f"{shape.producers} producer(s), COMMIT every {shape.txn_batches} batches",
+             f"{'run':<20}{'seconds':>9}{'batches/s':>13}{'vs aiokafka':>13}{'vs lso':>8}"]
+    lso = times.get("kafkatx lso")
+    for run_name, seconds in times.items():
+        vs_lso = (f"{seconds / lso:.2f}x" if lso and run_name.startswith("kafkatx")
+                  else "")
+        lines.append(f"{run_name:<20}{seconds:>9.2f}{rows / seconds:>13,.0f}"
+                     f"{seconds / times['aiokafka C']:>12.2f}x{vs_lso:>8}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
+    ap.add_argument("--commands", default=",".join(COMMANDS), help=f"of {', '.join(COMMANDS)}")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N (per command)")
+    ap.add_argument("--quick", action="store_true", help="small-7p, lso only, once")
+    ap.add_argument("--kafkatx-root", type=Path, default=ROOT,
+                    help="run kafkatx from this checkout (e.g. an older one, for before/after)")
+    ap.add_argument("--peer", nargs=2, metavar=("READER", "LOG"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.peer:
+        peer_walk(*args.peer)
+        return 0
+    cases = ["small-7p"] if args.quick else args.cases.split(",")
+    commands = ["lso"] if args.quick else args.commands.split(",")
+    repeat = 1 if args.quick else args.repeat
+    print(f"nproc={os.cpu_count()}  python={platform.python_version()}  "
+          f"machine={platform.machine()}  best of {repeat}")
+    for name in cases:
+        for line in run_case(name, CASES[name], commands, repeat, args.kafkatx_root):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
