@@ -103,6 +103,23 @@ def _scan(path: Path) -> SegmentScan:
         return scan_segment(data, path=str(path))
 
 
+class _LastScan:
+    """``scan_of`` that keeps the segment scanned last: the LSO lag and the snapshot rebuild
+    read the last segment again right after the replay. Only one scan is held at a time."""
+
+    def __init__(self, scan_of: ScanOf) -> None:
+        self.scan_of = scan_of
+        self.path: Path | None = None
+        self.scan: SegmentScan | None = None
+
+    def __call__(self, path: Path) -> SegmentScan:
+        if path != self.path or self.scan is None:
+            self.path, self.scan = None, None
+            self.scan = self.scan_of(path)
+            self.path = path
+        return self.scan
+
+
 def _root_offsets(log_dir: LogDir | None) -> tuple[dict[tuple[str, int], int],
                                                      dict[tuple[str, int], int], list[Finding]]:
     """High watermarks and log start offsets from a log dir's checkpoint files."""
@@ -139,7 +156,7 @@ def analyze_partition(
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan the file here);
     the Spark engine answers it from the rows its data source scanned on the executors.
     """
-    scan_of = _scan if scan is None else scan
+    scan_of = _LastScan(_scan if scan is None else scan)
     topic, partition = pdir.topic, pdir.partition
     findings: list[Finding] = []
     snapshot_offsets = [off for off, _ in pdir.snapshots]

@@ -201,8 +201,10 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
         if tracked_open.get(pid) != open_first:
             fast[g] = False
             continue
+        fm = first_marker_pos[g]
         if entry is None:
-            if first_is_marker[g]:
+            # A new producer's entry starts at coordinator epoch -1 (``ProducerStateEntry.empty``).
+            if first_is_marker[g] or (fm >= 0 and coord[fm] < -1):
                 fast[g] = False
             continue
         existed[g] = True
@@ -218,7 +220,6 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
         elif first_is_marker[g]:
             fast[g] = False
             continue
-        fm = first_marker_pos[g]
         if fm >= 0 and coord[fm] < entry.coordinator_epoch:
             fast[g] = False
             continue

@@ -217,6 +217,16 @@ def assert_same(a: ReplayResult, b: ReplayResult) -> None:
                                 b.min_timestamp, b.batches, b.data_records)
 
 
+def outcome(segments: list[SegmentScan], **kwargs: object) -> ReplayResult | str:
+    """The replay's result, or the error it stops with: offsets going back can give two
+    transactions the same first offset, which ``ProducerStateManager#completeTxn`` refuses
+    (IllegalArgumentException in Kafka) -- both paths must then stop the same way."""
+    try:
+        return replay(segments, **kwargs)  # type: ignore[arg-type]
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
 def replay(segments: list[SegmentScan], *, columnar: bool, topic: str,
            snapshot_offsets: list[int], start: tuple[list, int] | None) -> ReplayResult:
     state = None
@@ -247,14 +257,17 @@ def test_columnar_replay_equals_the_per_batch_core(h: History, cuts: list[int],
     start = None
     if restart_at >= 0:  # a broker restarting from a snapshot taken mid-log
         prefix = [r for r in h.rows if r["base_offset"] + r["last_offset_delta"] < restart_at]
-        before = replay([scan_of(prefix, "p.log")], columnar=False, topic=topic,
-                        snapshot_offsets=[], start=None) if prefix else None
-        entries = before.state.snapshot_entries() if before is not None else []
+        before = outcome([scan_of(prefix, "p.log")], columnar=False, topic=topic,
+                         snapshot_offsets=[], start=None) if prefix else None
+        entries = before.state.snapshot_entries() if isinstance(before, ReplayResult) else []
         start = (entries, restart_at)
-    reference = replay(segments, columnar=False, topic=topic, snapshot_offsets=snapshots,
+    reference = outcome(segments, columnar=False, topic=topic, snapshot_offsets=snapshots,
+                        start=start)
+    columnar = outcome(segments, columnar=True, topic=topic, snapshot_offsets=snapshots,
                        start=start)
-    columnar = replay(segments, columnar=True, topic=topic, snapshot_offsets=snapshots,
-                      start=start)
+    if isinstance(reference, str) or isinstance(columnar, str):
+        assert columnar == reference
+        return
     assert_same(columnar, reference)
     hw = max(reference.log_end_offset - 2, 0)
     assert stable_offsets(columnar.state, columnar.log_end_offset, hw) == \
