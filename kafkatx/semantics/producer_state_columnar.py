@@ -45,6 +45,7 @@ EVENT_TXN_START = 1
 EVENT_MARKER = 2
 EVENT_EXACT = 3
 _KIND_BITS = 2
+NO_MARKER = np.iinfo(np.int64).min  # a coordinator epoch is an int32: never this
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -95,7 +96,7 @@ class RunPlan:
     producer_id: I64
     producer_epoch: I64
     producer_last_timestamp: I64
-    producer_coordinator_epoch: I64  # of its last marker; -2: no marker in the run
+    producer_coordinator_epoch: I64  # of its last marker; NO_MARKER: none in the run
     producer_txn_first_offset: I64  # open transaction at the end; -1: none
     producer_batch_rows: list[I64]  # rows of its last (up to 5) data batches
     producer_fast: Mask  # False: the producer's batches take the exact path
@@ -293,7 +294,7 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
         mend = np.ones(len(mpos), dtype=bool)
         mend[:-1] = group_of[mpos[1:]] != group_of[mpos[:-1]]
         last_marker_pos[group_of[mpos[mend]]] = mpos[mend]
-    coord_end = np.where(last_marker_pos >= 0, coord[np.maximum(last_marker_pos, 0)], -2)
+    coord_end = np.where(last_marker_pos >= 0, coord[np.maximum(last_marker_pos, 0)], NO_MARKER)
     open_end = np.full(groups, -1, dtype=np.int64)
     last_txn = np.full(groups, -1, dtype=np.int64)
     if t:
@@ -361,7 +362,7 @@ def finish_run(plan: RunPlan, cols: RunColumns, psm: ProducerStateManager) -> No
                             last - int(cols.base_offset[r]), int(cols.max_timestamp[r]))
         entry.maybe_update_producer_epoch(epoch)
         coord = int(plan.producer_coordinator_epoch[g])
-        if coord != -2:
+        if coord != NO_MARKER:
             entry.coordinator_epoch = coord
         entry.last_timestamp = int(plan.producer_last_timestamp[g])
         first = int(plan.producer_txn_first_offset[g])
