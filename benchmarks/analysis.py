@@ -15,9 +15,10 @@ is built once under ``benchmarks/data/``; then every command runs in a fresh pro
   ``timeline --format jsonl``, and ``replay --diff --format jsonl`` (what read_committed
   hides: the whole log walked).
 
-It prints seconds and the ratio of each to the aiokafka C reader on the same bytes (``vs
-aiokafka``; the goal for ``lso`` is <= 1.0) and of each kafkatx command to ``lso`` (goal <= 2.0
-for the others). Not a test; figures go to benchmarks/README.md.
+It prints wall seconds and CPU seconds (user + system of the child process, steadier than wall
+time on a shared machine), the ratio of each to the aiokafka C reader on the same bytes (``vs
+aiokafka``, by wall and by CPU time; the goal for ``lso`` is <= 1.0) and of each kafkatx command
+to ``lso`` (goal <= 2.0 for the others). Not a test; figures go to benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -70,18 +72,23 @@ def peer_walk(reader: str, path: str) -> int:
     return _read_batches(MemoryRecords(data))
 
 
-def run(cmd: list[str], repeat: int, kafkatx_root: Path = ROOT) -> float:
-    best = float("inf")
+def run(cmd: list[str], repeat: int, kafkatx_root: Path = ROOT) -> tuple[float, float]:
+    """Best wall seconds and best CPU seconds (user + system) of ``repeat`` runs."""
+    best_wall = best_cpu = float("inf")
     env = {**os.environ, "PYTHONPATH": str(kafkatx_root)}
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
+        # cwd: ``python -m`` puts the working directory first on sys.path.
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, env=env, check=False)
+                              text=True, env=env, cwd=kafkatx_root, check=False)
         elapsed = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode not in (0, 1):  # verify exits 1 on error findings
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-        best = min(best, elapsed)
-    return best
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best_wall, best_cpu = min(best_wall, elapsed), min(best_cpu, cpu)
+    return best_wall, best_cpu
 
 
 def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
@@ -90,22 +97,24 @@ def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
     log = root / f"{TOPIC}-0" / "00000000000000000000.log"
     size = log.stat().st_size
     rows = shape.batches + shape.batches // shape.txn_batches
-    times: dict[str, float] = {}
+    times: dict[str, tuple[float, float]] = {}
     for peer in PEERS:
-        times[peer] = run([sys.executable, __file__, "--peer", peer, str(log)], repeat)
+        times[peer] = run([sys.executable, str(HERE / "analysis.py"), "--peer", peer, str(log)],
+                          repeat)
     for command in commands:
         times[f"kafkatx {command}"] = run(
             [sys.executable, "-m", "kafkatx", *COMMANDS[command], str(root)], repeat,
             kafkatx_root)
     lines = [f"\n{name}: {rows:,} batches of {size / rows:.0f} bytes, {size / 2**20:.1f} MiB, "
              f"{shape.producers} producer(s), COMMIT every {shape.txn_batches} batches",
-             f"{'run':<20}{'seconds':>9}{'batches/s':>13}{'vs aiokafka':>13}{'vs lso':>8}"]
+             f"{'run':<20}{'wall s':>8}{'cpu s':>8}{'batches/s':>12}{'vs aiokafka':>13}"
+             f"{'cpu vs aiokafka':>17}{'vs lso':>8}"]
+    aio_wall, aio_cpu = times["aiokafka C"]
     lso = times.get("kafkatx lso")
-    for run_name, seconds in times.items():
-        vs_lso = (f"{seconds / lso:.2f}x" if lso and run_name.startswith("kafkatx")
-                  else "")
-        lines.append(f"{run_name:<20}{seconds:>9.2f}{rows / seconds:>13,.0f}"
-                     f"{seconds / times['aiokafka C']:>12.2f}x{vs_lso:>8}")
+    for run_name, (wall, cpu) in times.items():
+        vs_lso = (f"{wall / lso[0]:.2f}x" if lso and run_name.startswith("kafkatx") else "")
+        lines.append(f"{run_name:<20}{wall:>8.2f}{cpu:>8.2f}{rows / wall:>12,.0f}"
+                     f"{wall / aio_wall:>12.2f}x{cpu / aio_cpu:>16.2f}x{vs_lso:>8}")
     return lines
 
 

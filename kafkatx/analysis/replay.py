@@ -34,6 +34,7 @@ from kafkatx.semantics.producer_state import (
 from kafkatx.semantics.producer_state_columnar import (
     EVENT_EXACT,
     EVENT_MARKER,
+    EVENT_NEW_PRODUCER,
     EVENT_TXN_START,
     RunColumns,
     finish_run,
@@ -321,35 +322,49 @@ class PartitionReplayer:
                         check_sequences=self.audit_origin == AppendOrigin.CLIENT)
         continuing = {ref: self._open[int(plan.producer_id[plan.txn_producer[ref]])]
                       for ref in np.flatnonzero(plan.txn_continues).tolist()}
-        base = cols.base_offset
-        txn_producer = plan.txn_producer.tolist()
-        producer_ids = plan.producer_id.tolist()
-        txn_first = plan.txn_first_offset.tolist()
+        keys = plan.event_keys
+        rows = keys >> 2
+        # Per event: the batch fields a marker needs, and the transaction's (as plain ints).
+        ev_offset = cols.base_offset[rows].tolist()
+        ev_epoch = cols.producer_epoch[rows].tolist()
+        ev_ts = cols.max_timestamp[rows].tolist()
+        ev_coord = cols.coordinator_epoch[rows].tolist()
+        ev_abort = (cols.control_type[rows] == ControlType.ABORT).tolist()
+        refs = plan.event_refs
+        kinds = keys & 3
+        is_txn_event = (kinds == EVENT_MARKER) | (kinds == EVENT_TXN_START)
+        group = np.where(kinds == EVENT_NEW_PRODUCER, refs, 0)
+        group[is_txn_event] = plan.txn_producer[refs[is_txn_event]]
+        ev_pid = (plan.producer_id[group] if len(plan.producer_id)
+                  else np.zeros(len(keys), dtype=np.int64)).tolist()
+        first = np.zeros(len(keys), dtype=np.int64)
+        first[is_txn_event] = plan.txn_first_offset[refs[is_txn_event]]
+        ev_first = first.tolist()
+        txn_fields = list(zip(plan.txn_epoch.tolist(), plan.txn_last_data_offset.tolist(),
+                              plan.txn_first_timestamp.tolist(),
+                              plan.txn_last_timestamp.tolist(), plan.txn_batches.tolist(),
+                              plan.txn_records.tolist(), strict=True))
         res = self.result
-        for key, ref in zip(plan.event_keys.tolist(), plan.event_refs.tolist(), strict=True):
-            row = key >> 2
-            kind = key & 3
+        put_ongoing = psm.ongoing_txns.put
+        for i, (row, kind, ref) in enumerate(zip(rows.tolist(), kinds.tolist(), refs.tolist(),
+                                                 strict=True)):
             if kind == EVENT_MARKER:
-                pid = producer_ids[txn_producer[ref]]
-                ctl_type = int(cols.control_type[row])
-                completed = CompletedTxn(pid, txn_first[ref], int(base[row]),
-                                         ctl_type == ControlType.ABORT)
-                self._completed(completed, pid, int(cols.producer_epoch[row]),
-                                int(cols.max_timestamp[row]), int(cols.coordinator_epoch[row]))
+                pid = ev_pid[i]
+                self._completed(CompletedTxn(pid, ev_first[i], ev_offset[i], ev_abort[i]),
+                                pid, ev_epoch[i], ev_ts[i], ev_coord[i])
             elif kind == EVENT_TXN_START:
-                pid = producer_ids[txn_producer[ref]]
-                first = txn_first[ref]
+                pid = ev_pid[i]
+                first = ev_first[i]
+                epoch, last_data, first_ts, last_ts, batches, records = txn_fields[ref]
                 txn = Transaction(
-                    producer_id=pid, producer_epoch=int(plan.txn_epoch[ref]), first_offset=first,
-                    last_data_offset=int(plan.txn_last_data_offset[ref]),
-                    first_timestamp=int(plan.txn_first_timestamp[ref]),
-                    last_timestamp=int(plan.txn_last_timestamp[ref]),
-                    batches=int(plan.txn_batches[ref]), records=int(plan.txn_records[ref]))
+                    producer_id=pid, producer_epoch=epoch, first_offset=first,
+                    last_data_offset=last_data, first_timestamp=first_ts,
+                    last_timestamp=last_ts, batches=batches, records=records)
                 self._open[pid] = txn
                 res.transactions.append(txn)
-                psm.ongoing_txns.put(first, TxnMetadata(pid, first))
+                put_ongoing(first, TxnMetadata(pid, first))
             elif kind == EVENT_EXACT:
-                self._batch(path, int(positions[row]), int(base[row]),
+                self._batch(path, int(positions[row]), int(cols.base_offset[row]),
                             int(cols.last_offset[row]), int(cols.producer_id[row]),
                             int(cols.producer_epoch[row]), int(cols.base_sequence[row]),
                             int(cols.last_sequence[row]), int(cols.max_timestamp[row]),
@@ -357,7 +372,7 @@ class PartitionReplayer:
                             bool(cols.is_control[row]), int(cols.control_type[row]),
                             int(cols.coordinator_epoch[row]))
             else:
-                pid = producer_ids[ref]
+                pid = ev_pid[i]
                 psm.producers[pid] = ProducerStateEntry(pid)
         for ref, txn in continuing.items():
             added = int(plan.txn_batches[ref])
