@@ -202,6 +202,13 @@ def cluster_dict(view: ClusterView) -> dict[str, Any]:
         "configs": other_configs,
         "config_history": [c.to_dict() for c in history.config_changes],
         "topic_history": [e.to_dict() for e in history.topic_events],
+        "acls": [a for _, a in sorted(image.acls.items())],
+        "scram_users": [u for _, u in sorted(image.scram_users.items())],
+        "delegation_tokens": [t for _, t in sorted(image.delegation_tokens.items())],
+        "client_quotas": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                           "quotas": dict(sorted(q.items()))}
+                          for entity, q in sorted(image.client_quotas.items(),
+                                                  key=lambda e: str(e[0]))],
         "next_producer_id": image.next_producer_id,
         "producer_id_blocks": [b.to_dict() for b in history.producer_id_blocks],
         "open_metadata_transaction": (image.open_transaction.to_dict()

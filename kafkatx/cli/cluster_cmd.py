@@ -108,6 +108,10 @@ def render_cluster(c: dict[str, Any], out: Console, *, show_all: bool) -> None:
                   b["rack"] or "-", " ".join(b["log_dirs"]) or "-")
     out.print(t)
 
+    out.print(f"security: {len(c['acls'])} ACLs, {len(c['scram_users'])} SCRAM credentials, "
+              f"{len(c['delegation_tokens'])} delegation tokens; client quotas for "
+              f"{len(c['client_quotas'])} entities", highlight=False)
+
     out.print("\n[bold]topics[/]")
     t = _table("topic", "topic id", "partitions", "created (offset)", "configs")
     for topic in c["topics"]:

@@ -261,6 +261,11 @@ class ClusterImage:
     features: dict[str, int] = field(default_factory=dict)
     brokers: dict[int, Broker] = field(default_factory=dict)
     controllers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    acls: dict[str, dict[str, Any]] = field(default_factory=dict)  # AclsDelta, by ACL id
+    scram_users: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    delegation_tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(
+        default_factory=dict)
     next_producer_id: int = 0
     topic_events: list[TopicEvent] = field(default_factory=list)
     config_changes: list[ConfigChange] = field(default_factory=list)
@@ -449,6 +454,45 @@ class ClusterImage:
                     change = {**_NO_PARTITION_CHANGE, "eligible_leader_replicas": [],
                               "last_known_elr": []}
                     topic.partitions[pid] = part.merge(change)
+
+    def _on_AccessControlEntryRecord(self, d: dict[str, Any], where: Where) -> None:
+        self.acls[d["id"]] = {k: v for k, v in d.items() if not k.startswith("_")}
+
+    def _on_RemoveAccessControlEntryRecord(self, d: dict[str, Any],
+                                           where: Where) -> None:
+        if self.acls.pop(d["id"], None) is None:
+            self._problem(f"RemoveAccessControlEntryRecord for unknown ACL {d['id']}", where)
+
+    def _on_UserScramCredentialRecord(self, d: dict[str, Any], where: Where) -> None:
+        # ScramDelta: the credential itself (salt, keys) is not kept: only who and how
+        self.scram_users[(d["name"], d["mechanism"])] = {
+            "user": d["name"], "mechanism": d["mechanism"], "iterations": d["iterations"]}
+
+    def _on_RemoveUserScramCredentialRecord(self, d: dict[str, Any],
+                                            where: Where) -> None:
+        self.scram_users.pop((d["name"], d["mechanism"]), None)
+
+    def _on_DelegationTokenRecord(self, d: dict[str, Any], where: Where) -> None:
+        self.delegation_tokens[d["token_id"]] = {
+            "token_id": d["token_id"], "owner": d["owner"], "requester": d["requester"],
+            "renewers": list(d["renewers"]), "issue_timestamp": d["issue_timestamp"],
+            "max_timestamp": d["max_timestamp"],
+            "expiration_timestamp": d["expiration_timestamp"]}
+
+    def _on_RemoveDelegationTokenRecord(self, d: dict[str, Any],
+                                        where: Where) -> None:
+        self.delegation_tokens.pop(d["token_id"], None)
+
+    def _on_ClientQuotaRecord(self, d: dict[str, Any], where: Where) -> None:
+        # ClientQuotasDelta: Remove drops the key, else sets it; an entity with none left goes
+        entity = tuple(sorted((e["entity_type"], e["entity_name"]) for e in d["entity"]))
+        quotas = self.client_quotas.setdefault(entity, {})
+        if d["remove"]:
+            quotas.pop(d["key"], None)
+        else:
+            quotas[d["key"]] = d["value"]
+        if not quotas:
+            del self.client_quotas[entity]
 
     # -- questions ---------------------------------------------------------------------------
 

@@ -147,3 +147,32 @@ def test_clear_elr_record_clears_eligible_leader_replicas() -> None:
     part = image.topics[TOPIC_ID].partitions[0]
     assert part.elr == () and part.last_known_elr == () and part.partition_epoch == 0
     assert part.leader_epoch == -1  # no leader change
+
+
+def test_acls_scram_delegation_tokens_and_quotas() -> None:
+    """AclsDelta, ScramDelta, DelegationTokenDelta and ClientQuotasDelta: records add, their
+    Remove records take away; SCRAM salts and keys are never kept."""
+    acl = uuid_from_bytes(b"\x05" * 16)
+    image = replay(
+        rec("AccessControlEntryRecord", id=acl, resource_type=2, resource_name="payments",
+            pattern_type=3, principal="User:app", host="*", operation=3, permission_type=3),
+        rec("UserScramCredentialRecord", name="app", mechanism=1, salt=b"s", stored_key=b"k",
+            server_key=b"k", iterations=8192),
+        rec("DelegationTokenRecord", owner="User:a", requester="User:a", renewers=[],
+            issue_timestamp=1, max_timestamp=3, expiration_timestamp=2, token_id="t1"),
+        rec("ClientQuotaRecord", entity=[{"entity_type": "user", "entity_name": "app"}],
+            key="producer_byte_rate", value=1024.0, remove=False))
+    assert image.acls[acl]["principal"] == "User:app"
+    assert image.scram_users == {("app", 1): {"user": "app", "mechanism": 1,
+                                              "iterations": 8192}}
+    assert list(image.delegation_tokens) == ["t1"]
+    assert image.client_quotas == {(("user", "app"),): {"producer_byte_rate": 1024.0}}
+    for i, r in enumerate([
+            rec("RemoveAccessControlEntryRecord", id=acl),
+            rec("RemoveUserScramCredentialRecord", name="app", mechanism=1),
+            rec("RemoveDelegationTokenRecord", token_id="t1"),
+            rec("ClientQuotaRecord", entity=[{"entity_type": "user", "entity_name": "app"}],
+                key="producer_byte_rate", remove=True)]):
+        image.replay(r, Where(10 + i, 0, 1))
+    assert (image.acls, image.scram_users, image.delegation_tokens, image.client_quotas) == (
+        {}, {}, {}, {})
