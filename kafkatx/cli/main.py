@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
 from kafkatx import SUPPORTED_KAFKA, __version__
-from kafkatx.cli.cluster_cmd import cluster_command
-from kafkatx.cli.dump_cmd import dump_command
-from kafkatx.cli.groups_cmd import groups_command
-from kafkatx.cli.inspect_cmd import inspect_command
-from kafkatx.cli.lso_cmd import lso_command
-from kafkatx.cli.replay_cmd import replay_command
-from kafkatx.cli.serve_cmd import serve_command
-from kafkatx.cli.timeline_cmd import timeline_command
-from kafkatx.cli.txn_partition_cmd import txn_partition_command
-from kafkatx.cli.verify_cmd import verify_command
 from kafkatx.errors import KafkatxError, MissingPathError
 
 EXIT_UNREADABLE = 1  # data problems: unreadable or undecodable input
@@ -27,7 +18,68 @@ EXIT_INTERNAL = 3
 VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# name -> (module, attribute, summary for ``kafkatx --help``). A command's module is imported
+# only when that command runs (or its own --help is asked for), so ``kafkatx --help`` and each
+# command start without the others' dependencies (the broker, numpy, pyarrow, rich tables).
+# tests/test_cli_startup.py checks each summary against its command's own help.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "cluster": ("kafkatx.cli.cluster_cmd", "cluster_command",
+        "Topics, partitions, leaders, configs, features, brokers and producer-id "
+        "blocks, from a KRaft metadata log (__cluster_metadata-0: the newest snapshot, "
+        "then the log after it)."),
+    "dump": ("kafkatx.cli.dump_cmd", "dump_command",
+        "Decode segment .log, .index, .timeindex, .txnindex, .snapshot and checkpoint "
+        "files, and the KRaft metadata log (__cluster_metadata-0 segments, .checkpoint "
+        "snapshots, quorum-state)."),
+    "groups": ("kafkatx.cli.groups_cmd", "groups_command",
+        "Consumer groups' committed offsets and lag, marker-aware, and what holds a "
+        "stuck group."),
+    "inspect": ("kafkatx.cli.inspect_cmd", "inspect_command",
+        "The incident overview: partitions, transactions, LSO vs HW, and findings by "
+        "severity."),
+    "lso": ("kafkatx.cli.lso_cmd", "lso_command",
+        "The last stable offset (LSO) of every partition, and what holds it back."),
+    "replay": ("kafkatx.cli.replay_cmd", "replay_command",
+        "Replay what a consumer of one partition received, as Kafka's broker and client "
+        "decide it."),
+    "serve": ("kafkatx.cli.serve_cmd", "serve_command",
+        "Run a single-node Kafka-protocol broker that writes a real Kafka log dir."),
+    "timeline": ("kafkatx.cli.timeline_cmd", "timeline_command",
+        "Every transaction, joined across its coordinator and data partitions."),
+    "txn-partition": ("kafkatx.cli.txn_partition_cmd", "txn_partition_command",
+        "Print the __transaction_state partition that holds transactional id ID (with "
+        "--group, the __consumer_offsets partition of group ID), as the broker computes "
+        "it: Utils.abs(ID.hashCode()) % partitions, with Java's String.hashCode over "
+        "UTF-16 code units."),
+    "verify": ("kafkatx.cli.verify_cmd", "verify_command",
+        "Run every check; exit status 1 when any error-severity finding exists, else 0."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when that command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click's listing, from the summaries above (no command module imported)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, click.Command(n, help=COMMANDS[n][2]).get_short_help_str(limit))
+                for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafkatx", message=VERSION_MESSAGE)
 @click.option("-v", "--verbose", count=True, help="More detail on stderr; -vv shows tracebacks.")
 @click.pass_context
@@ -40,16 +92,6 @@ def cli(ctx: click.Context, verbose: int) -> None:
     ctx.obj["verbose"] = verbose
 
 
-cli.add_command(dump_command)
-cli.add_command(lso_command)
-cli.add_command(inspect_command)
-cli.add_command(verify_command)
-cli.add_command(groups_command)
-cli.add_command(replay_command)
-cli.add_command(serve_command)
-cli.add_command(txn_partition_command)
-cli.add_command(timeline_command)
-cli.add_command(cluster_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,62 @@
+"""CLI start-up: commands are imported only when used (no Kafka rule here: process start-up).
+
+``kafkatx --help`` lists every command without importing any command module, and a command
+does not import the others' dependencies (the broker and its protocol library for ``lso``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from kafkatx.cli.main import COMMANDS, cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    code = ("import json, sys\nfrom kafkatx.cli.main import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+def test_help_imports_no_command_module() -> None:
+    loaded = _modules_after(["--help"])
+    assert not {m for m in loaded if m.startswith("kafkatx.cli.") and m.endswith("_cmd")}
+    for heavy in ("numpy", "pyarrow", "rich.table", "kio", "kafkatx.broker", "construct"):
+        assert heavy not in loaded, heavy
+
+
+def test_lso_does_not_load_the_broker() -> None:
+    loaded = _modules_after(["lso", "fixtures/logdir", "--format", "json"])
+    assert "kafkatx.cli.lso_cmd" in loaded
+    for other in ("kafkatx.cli.serve_cmd", "kafkatx.cli.dump_cmd", "kafkatx.broker.server",
+                  "kio", "pyarrow"):
+        assert other not in loaded, other
+
+
+def test_every_command_module_is_registered() -> None:
+    """A ``*_cmd.py`` module added without an entry in ``COMMANDS`` would be unreachable."""
+    modules = {f"kafkatx.cli.{p.stem}" for p in (ROOT / "kafkatx" / "cli").glob("*_cmd.py")}
+    assert modules == {module for module, _, _ in COMMANDS.values()}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_summary_is_the_commands_own(name: str) -> None:
+    """The listing shows what click would show from the command's own help, at any width."""
+    module, attribute, summary = COMMANDS[name]
+    command = getattr(importlib.import_module(module), attribute)
+    assert command.name == name
+    assert cli.get_command(click.Context(cli), name) is command
+    for limit in (20, 45, 60, 100, 200):
+        assert click.Command(name, help=summary).get_short_help_str(limit) == \
+            command.get_short_help_str(limit)
