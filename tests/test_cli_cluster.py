@@ -51,6 +51,9 @@ def test_cluster_view_of_the_fixture() -> None:
     assert (s["snapshot_end_offset"], s["log_start_offset"], s["log_end_offset"],
             s["history_start_offset"]) == (80, 0, 200, 0)
     assert c["metadata_version"] == {"level": 25, "release": "4.0-IV3"}
+    # the bootstrap snapshot 0-0 (kafka-storage format) is where the history starts
+    assert (c["feature_history"][0]["feature"], c["feature_history"][0]["from_snapshot"]) == (
+        "metadata.version", True)
     assert c["features"] == {"group.version": 1, "metadata.version": 25,
                              "transaction.version": 2}
     assert [(f["feature"], f["level"], f["metadata_offset"]) for f in c["feature_history"]

@@ -4,7 +4,8 @@ The image is built as ``MetadataLoader`` builds it: the newest complete snapshot
 (``<offset>-<epoch>.checkpoint``), then the log records from the snapshot's end offset on
 (``MetadataDelta#replay`` for each, in ``kafkatx.semantics.cluster_metadata``). A second replay,
 from the earliest point the files cover without a gap (offset 0 when the log still starts there,
-else the oldest snapshot the log continues), gives the history: leader epochs, topic creations
+after the bootstrap snapshot ``0-0`` that ``kafka-storage format`` writes when there is one; else
+the oldest snapshot the log continues), gives the history: leader epochs, topic creations
 and deletions, config and feature changes, producer-id blocks. Both must end in the same image; a
 difference (a snapshot that does not match the log it was taken from) is reported.
 """
@@ -81,9 +82,13 @@ def build_cluster_view(mdir: MetadataLogDir, *, as_of_offset: int | None = None)
     seen = _Seen()
     _replay(image, _log_entries(mdir, start, limit, problems, seen), snapshot=False)
 
-    # History: from offset 0 when the log has it, else the oldest snapshot it continues.
-    base = None
-    if log_start not in (None, 0):
+    # History: from the oldest snapshot the log continues without a gap (the bootstrap snapshot
+    # 0-0 that kafka-storage format writes, when the log still starts at 0), else the log alone.
+    if log_start is None:
+        base = newest
+    elif log_start == 0:
+        base = next((s for s in usable if s[0].end_offset == 0), None)
+    else:
         base = next((s for s in usable if s[0].end_offset >= log_start), newest)
     history_start = base[0].end_offset if base is not None else 0
     if history_start == start:
