@@ -807,7 +807,8 @@ class GroupCoordinator:
         for _, log in sorted(topic.logs.items()):
             def warn(message: str, where: str = log.name) -> None:
                 self.broker.warn(f"{where}: {message}")
-            for group in load_groups(log.iter_batches(), self.broker.now_ms(), warn):
+            for group in load_groups(log.iter_key_values(self.broker.warn), self.broker.now_ms(),
+                                     warn):
                 self.groups[group.group_id] = group
                 for member in group.members.values():
                     self._schedule_heartbeat(group, member, member.session_timeout_ms)

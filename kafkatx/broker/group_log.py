@@ -20,6 +20,7 @@ from kafkatx.broker.groups import (
     OffsetAndMetadata,
     TopicPartition,
 )
+from kafkatx.broker.partition_log import StoredBatch
 from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_offsets import (
     GroupMember,
@@ -30,7 +31,7 @@ from kafkatx.formats.consumer_offsets import (
     build_key,
     build_value,
 )
-from kafkatx.formats.record_batch import ControlType, RecordBatch
+from kafkatx.formats.record_batch import ControlType
 from kafkatx.semantics.group_offsets import GroupOffsetsLoad
 
 OFFSET_VALUE_VERSION = 3
@@ -71,23 +72,28 @@ def offset_commit_records(group_id: str, offsets: Mapping[TopicPartition, Offset
     return records
 
 
-def load_groups(batches: Iterable[RecordBatch], now_ms: int,
+LoadedBatch = tuple[StoredBatch, list[tuple[int, bytes | None, bytes | None]]]
+
+
+def load_groups(batches: Iterable[LoadedBatch], now_ms: int,
                 warn: Callable[[str], None]) -> list[GroupMetadata]:
     """The groups of one ``__consumer_offsets`` partition with their offsets and the pending
-    transactional commits of producers whose marker is not there yet."""
+    transactional commits of producers whose marker is not there yet. ``batches``: each stored
+    batch with its records' (offset, key, value) (``PartitionLog#iter_key_values``)."""
     loaded = GroupOffsetsLoad()
-    for batch in batches:
-        if batch.header.is_control:
-            if batch.control is not None:
-                loaded.marker(batch.header.producer_id,
-                              batch.control.type_id == ControlType.COMMIT)
+    for batch, records in batches:
+        h = batch.header
+        if h.is_control:
+            key = records[0][1] if records else None
+            if key is not None and len(key) >= 4:  # ControlRecordType key: version, type
+                loaded.marker(h.producer_id,
+                              int.from_bytes(key[2:4], "big", signed=True) == ControlType.COMMIT)
             continue
-        for record in batch.records or ():
+        for offset, key, value in records:
             try:
-                loaded.record(batch.header.base_offset, batch.header.producer_id,
-                              batch.header.is_transactional, record.key, record.value)
+                loaded.record(h.base_offset, h.producer_id, h.is_transactional, key, value)
             except FormatError as exc:
-                warn(f"offset {record.offset}: {exc}; ignored")
+                warn(f"offset {offset}: {exc}; ignored")
     out = []
     for name in sorted(loaded.group_names()):
         group = _group(name, loaded.groups.get(name), now_ms)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from kafkatx.broker.batch_header import BatchHeader, split_batches
 from kafkatx.broker.files import fsync_dir
-from kafkatx.broker.partition_log import PartitionLog, Segment
+from kafkatx.broker.log_segment import LogSegment
+from kafkatx.broker.partition_log import PartitionLog
 from kafkatx.broker.segment_swap import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -228,7 +229,7 @@ def _replace_segments(log: PartitionLog, bases: list[int], cleaned: list[Path],
     log.replace_with_cleaned(bases[0], bases, aborted)
 
 
-def _segment_info(seg: Segment, now_ms: int) -> SegmentInfo:
+def _segment_info(seg: LogSegment, now_ms: int) -> SegmentInfo:
     extent = seg.extent(now_ms)
     first = seg.first_batch_timestamp
     return SegmentInfo(base_offset=extent.base_offset, size=extent.size,

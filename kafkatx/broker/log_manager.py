@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -158,11 +159,12 @@ class LogManager:
         for name in (REPLICATION_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT,
                      CLEANER_CHECKPOINT):
             create_if_missing(self.root / name)
-        self._load_partitions(self._log_start_offsets())
+        self._load_partitions(self._checkpoint(LOG_START_CHECKPOINT),
+                              self._checkpoint(RECOVERY_CHECKPOINT))
 
-    def _log_start_offsets(self) -> dict[tuple[str, int], int]:
-        """``log-start-offset-checkpoint`` as ``LogManager#loadLogs`` reads it."""
-        path = self.root / LOG_START_CHECKPOINT
+    def _checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        """An offset checkpoint file of the log dir as ``LogManager#loadLogs`` reads it."""
+        path = self.root / name
         checkpoint = read_offset_checkpoint(path.read_bytes(), path=str(path))
         self.load_problems.extend(str(p) for p in checkpoint.problems)
         return checkpoint.as_map()
@@ -185,7 +187,10 @@ class LogManager:
             "version": "1",
         }))
 
-    def _load_partitions(self, log_start_offsets: Mapping[tuple[str, int], int]) -> None:
+    def _load_partitions(self, log_start_offsets: Mapping[tuple[str, int], int],
+                         recovery_points: Mapping[tuple[str, int], int]) -> None:
+        """``LogManager#loadLogs``: every partition directory through ``LogLoader``; after an
+        unclean shutdown each recovers from its checkpointed recovery point (0 if absent)."""
         found: dict[str, list[tuple[int, Path]]] = {}
         for path in sorted(self.root.iterdir()):
             if not path.is_dir():
@@ -220,7 +225,10 @@ class LogManager:
                                               "partitions below it; ignored")
                     continue
                 log = self._new_log(topic, partition, path)
-                log.open(log_start_offsets.get((name, partition), 0))
+                log.open(log_start_offsets.get((name, partition), 0),
+                         recovery_point=recovery_points.get((name, partition), 0),
+                         had_clean_shutdown=self.previous_shutdown_clean,
+                         now_ms=time.time_ns() // 1_000_000)
                 self.load_problems.extend(log.load_problems)
                 topic.logs[partition] = log
             if topic.logs:
@@ -415,6 +423,20 @@ class LogManager:
         """``ReplicaManager#checkpointHighWatermarks``."""
         atomic_write(self.root / REPLICATION_CHECKPOINT,
                      build_offset_checkpoint(self._entries("high_watermark")))
+
+    def flush_rolled(self) -> tuple[list[tuple[PartitionLog, int]], list[Path]]:
+        """What ``UnifiedLog#roll``'s scheduled ``flushUptoOffsetExclusive`` would flush now: for
+        each log whose active segment starts past its recovery point, that base offset and the
+        files below it not yet flushed. Sync the files (``fsync_files``, off the event loop),
+        then ``mark_flushed`` each log."""
+        work = []
+        files: list[Path] = []
+        for log in self.all_logs():
+            upto = log.rolled_flush_point()
+            if upto > log.recovery_point:
+                work.append((log, upto))
+                files += log.unflushed_files(upto)
+        return work, files
 
     def checkpoint_recovery_points(self) -> None:
         """``LogManager#checkpointRecoveryOffsetsInDir``."""

@@ -18,10 +18,8 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
-import tempfile
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -38,34 +36,29 @@ from kafkatx.broker.batch_header import (
 )
 from kafkatx.broker.config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.files import atomic_write
-from kafkatx.broker.segment_swap import recover_interrupted_swaps
-from kafkatx.errors import FormatError, KafkatxError
-from kafkatx.formats.producer_snapshot import (
-    build_producer_snapshot,
-    read_producer_snapshot,
-    snapshot_file_name,
-)
+from kafkatx.broker.log_loader import LoadedLog, LogLoader, LogLoadError, snapshot_offsets
+from kafkatx.broker.log_segment import BatchTable, LogSegment, modified_ms
+from kafkatx.errors import FormatError
+from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
 from kafkatx.formats.record_batch import (
     ControlType,
     Record,
     RecordBatch,
     build_control_batch,
+    iter_key_values,
     iter_records,
     parse_batch,
     parse_header,
 )
-from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING, SegmentProblem, iter_segment
-from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index, read_txn_index
+from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
 from kafkatx.semantics.cleaner_selection import segment_range
 from kafkatx.semantics.log_retention import (
     DeletionReason,
-    SegmentExtent,
     deletable_count,
     predicate_for,
     retention_rules,
 )
 from kafkatx.semantics.producer_state import (
-    TV_UNKNOWN,
     AppendOrigin,
     CompletedTxn,
     InvalidProducerEpochError,
@@ -90,6 +83,7 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 NO_TIMESTAMP = -1
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+_CACHED_TABLES = 8
 
 _PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
     OutOfOrderSequenceError: ErrorCode.out_of_order_sequence_number,
@@ -99,8 +93,7 @@ _PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
 }
 
 
-class LogLoadError(KafkatxError):
-    """An existing partition directory the broker will not append to (damage, legacy format)."""
+__all__ = ["AppendError", "LogConfig", "LogLoadError", "PartitionLog"]
 
 
 class AppendError(Exception):
@@ -168,52 +161,12 @@ class OffsetAndTimestamp:
     leader_epoch: int
 
 
-@dataclass(slots=True)
-class Segment:
-    base_offset: int
-    path: Path
-    size: int = 0
-    # LogSegment's rollingBasedTimestamp (the first batch's max timestamp) and creation time.
-    first_batch_timestamp: int | None = None
-    max_timestamp: int = -1  # LogSegment#maxTimestampSoFar
-    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    aborted: list[AbortedTxnEntry] = field(default_factory=list)
-    fd: int | None = None
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One batch as stored: its header (position in ``data``) and its bytes."""
 
-    def pread(self, size: int, position: int) -> bytes:
-        if self.fd is None:
-            self.fd = os.open(self.path, os.O_RDONLY)
-        return os.pread(self.fd, size, position)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def extent(self, now_ms: int) -> SegmentExtent:
-        """``LogSegment#largestTimestamp``: the max timestamp, else the file's last modified."""
-        largest = (self.max_timestamp if self.max_timestamp >= 0
-                   else _modified_ms(self.path, now_ms))
-        return SegmentExtent(base_offset=self.base_offset, size=self.size,
-                             largest_timestamp=largest)
-
-
-@dataclass(slots=True)
-class _BatchRef:
-    base_offset: int
-    last_offset: int
-    segment: Segment
-    position: int
-    size: int
-    max_timestamp: int
-
-
-def _modified_ms(path: Path, now_ms: int) -> int:
-    """``File#lastModified`` in ms (a segment file not there yet: now)."""
-    try:
-        return path.stat().st_mtime_ns // 1_000_000
-    except FileNotFoundError:
-        return now_ms
+    header: BatchHeader
+    data: bytes
 
 
 class PartitionLog:
@@ -238,12 +191,16 @@ class PartitionLog:
             max_transaction_timeout_ms=max_transaction_timeout_ms)
         self.writer = PartitionWriter(directory, segment_bytes=config.segment_bytes,
                                       keep_open=True)
-        self.segments: list[Segment] = []
-        self._batches: list[_BatchRef] = []
-        self._last_offsets: list[int] = []
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []  # the segments' base offsets, for bisect
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.high_watermark = 0
+        # LogLoader's recovery point, then the base of the newest segment known to be flushed
+        # (UnifiedLog#flush advances it; a crash recovers from here).
+        self.recovery_point = 0
+        self._tables: list[LogSegment] = []  # segments whose batch tables are cached, oldest first
+        self.loaded: LoadedLog | None = None
         self.load_problems: list[str] = []
 
     @property
@@ -257,40 +214,33 @@ class PartitionLog:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def open(self, log_start_offset_checkpoint: int = 0) -> None:
-        """Load the segments already in the directory, then start a new active segment.
+    def open(self, log_start_offset_checkpoint: int = 0, *, recovery_point: int = 0,
+             had_clean_shutdown: bool = False, now_ms: int | None = None,
+             should_stop: Callable[[], bool] | None = None) -> None:
+        """Load the directory as ``LogLoader#load`` does (see :mod:`kafkatx.broker.log_loader`),
+        then start a new active segment at the log end offset. Unlike Kafka, which appends to the
+        last segment, appends continue in a fresh segment.
 
-        Mirrors the clean-shutdown path of ``LogLoader``: batches are indexed, producer state is
-        rebuilt by replaying every batch (origin REPLICATION, as ``LogSegment#updateProducerState``
-        does) and aborted transactions are read from the ``.txnindex`` files. Anything after the
-        first damaged batch of a segment is cut off, as Kafka's recovery truncates. Unlike Kafka,
-        appends continue in a fresh segment at the log end offset rather than in the last one.
-
-        The log start offset is ``max(checkpoint, first segment's base offset)`` (``LogLoader``).
-        When segments were deleted below it, the producer snapshot named by the first segment's
-        base offset (kept by ``deleteProducerSnapshots``) seeds the producer state before the
-        replay, so producers whose batches went with the deleted segments are still known.
+        Without a clean shutdown and with recovery point 0 (the defaults) every segment is
+        recovered. The log start offset is ``max(checkpoint, first segment's base offset)``.
         """
-        self.load_problems.extend(recover_interrupted_swaps(self.dir))
-        logs = []
-        for path in self.dir.glob("*.log"):
-            with contextlib.suppress(ValueError):
-                logs.append((int(path.name[:-4]), path))
-        logs.sort()
-        if logs and logs[0][0] > 0:
-            self._load_snapshot_at(logs[0][0])
-        for i, (base, path) in enumerate(logs):
-            self._load_segment(base, path, last=i == len(logs) - 1)
+        loader = LogLoader(self.dir, self.producer_state, had_clean_shutdown=had_clean_shutdown,
+                           recovery_point=recovery_point, now_ms=now_ms, should_stop=should_stop)
+        loaded = loader.load()
+        self.loaded = loaded
+        self.load_problems.extend(loaded.problems)
+        self.segments = loaded.segments
         if self.segments and self.segments[-1].size == 0:
-            empty = self.segments.pop()
-            self.writer.log_end_offset = empty.base_offset
-        self.writer.log_end_offset = max(self.writer.log_end_offset, self.log_end_offset)
-        self.log_end_offset = self.writer.log_end_offset
+            self.segments.pop()
+        self._bases = [seg.base_offset for seg in self.segments]
+        self.log_end_offset = loaded.log_end_offset
+        self.writer.log_end_offset = self.log_end_offset
+        self.recovery_point = loaded.recovery_point
         self.high_watermark = self.log_end_offset
-        self.producer_state.update_map_end_offset(self.log_end_offset)
-        self.producer_state.last_snap_offset = max(
-            (self._snapshot_offsets() or [0])[-1], 0)
-        self.producer_state.on_high_watermark_updated(self.high_watermark)
+        psm = self.producer_state
+        psm.update_map_end_offset(self.log_end_offset)
+        psm.last_snap_offset = max((snapshot_offsets(self.dir) or [0])[-1], 0)
+        psm.on_high_watermark_updated(self.high_watermark)
         self._roll(self.log_end_offset)
         first_base = self.segments[0].base_offset
         if log_start_offset_checkpoint > self.log_end_offset:
@@ -301,104 +251,6 @@ class PartitionLog:
                 f"the log end offset {self.log_end_offset}; ignored")
             log_start_offset_checkpoint = 0
         self.log_start_offset = max(log_start_offset_checkpoint, first_base)
-
-    def _load_snapshot_at(self, offset: int) -> None:
-        path = self.dir / snapshot_file_name(offset)
-        if not path.exists():
-            return
-        snap = read_producer_snapshot(path.read_bytes(), path=str(path))
-        if snap.problems:
-            self.load_problems.append(f"{snap.problems[0]}; producers before offset {offset} "
-                                      "are not restored")
-            return
-        self.producer_state.load_snapshot(list(snap.entries), offset)
-
-    def _snapshot_offsets(self) -> list[int]:
-        out = []
-        for p in self.dir.glob("*.snapshot"):
-            with contextlib.suppress(ValueError):
-                out.append(int(p.name.split(".")[0]))
-        return sorted(out)
-
-    def _load_segment(self, base: int, path: Path, *, last: bool) -> None:
-        data = path.read_bytes()
-        seg = Segment(base, path)
-        good_end = 0
-        for entry in iter_segment(data, path=str(path)):
-            if isinstance(entry, SegmentProblem):
-                if last and entry.kind in (TRUNCATED_BATCH, ZERO_PADDING):
-                    break  # what a killed process leaves: cut off below, as Kafka recovers
-                raise LogLoadError(f"{entry}; kafkatx serve only appends to logs without "
-                                   "damage (use `kafkatx inspect` on this log dir)")
-            if not isinstance(entry, RecordBatch):
-                raise LogLoadError(f"{path}:{good_end}: a legacy (v0/v1) message; kafkatx serve "
-                                   "only appends to logs of v2 batches")
-            h = entry.header
-            if seg.first_batch_timestamp is None:
-                seg.first_batch_timestamp = h.max_timestamp
-            self._index_batch(seg, good_end, h.size, h.base_offset, h.last_offset,
-                              h.max_timestamp)
-            control = entry.control
-            self._replay(read_header(data, good_end),
-                         control.type_id if control is not None else None,
-                         -1 if control is None or control.coordinator_epoch is None
-                         else control.coordinator_epoch)
-            good_end += h.size
-        if good_end < len(data):
-            self.load_problems.append(f"{path}: truncated to {good_end} of {len(data)} bytes "
-                                      "(a partial batch after an unclean shutdown)")
-            with open(path, "r+b") as f:
-                f.truncate(good_end)
-        seg.size = good_end
-        if good_end and not (path.with_suffix(".index").exists()
-                             and path.with_suffix(".timeindex").exists()):
-            self._rebuild_indexes(base, data[:good_end])
-        txn_path = path.with_suffix(".txnindex")
-        if txn_path.exists():
-            read = read_txn_index(txn_path.read_bytes(), base_offset=base, path=str(txn_path))
-            seg.aborted.extend(read.entries)
-        self.segments.append(seg)
-        if self._batches:
-            self.log_end_offset = self._batches[-1].last_offset + 1
-        else:
-            self.log_end_offset = max(self.log_end_offset, base)
-
-    def _rebuild_indexes(self, base: int, data: bytes) -> None:
-        """``LogSegment#recover``: a segment left without its indexes (the active segment of a
-        process that was killed) gets them rebuilt from its batches, as the writer would have."""
-        self.load_problems.append(f"{self.dir / segment_name(base, '.log')}: rebuilding its "
-                                  ".index and .timeindex")
-        with tempfile.TemporaryDirectory(dir=self.dir.parent) as tmp:
-            writer = PartitionWriter(tmp, segment_bytes=len(data) + 1)
-            writer.roll(base)
-            for h in split_batches(data)[0]:
-                writer.append(data[h.position:h.position + h.size])
-            writer.close()
-            for suffix in (".index", ".timeindex"):
-                os.replace(Path(tmp) / segment_name(base, suffix),
-                           self.dir / segment_name(base, suffix))
-
-    def _replay(self, h: BatchHeader, control: int | None, coordinator_epoch: int) -> None:
-        """``ProducerAppendInfo#append`` while loading: a marker keeps its coordinator epoch."""
-        if not h.has_producer_id:
-            return
-        psm = self.producer_state
-        info = psm.prepare_update(h.producer_id, AppendOrigin.REPLICATION)
-        completed: CompletedTxn | None = None
-        if h.is_control:
-            if control in (ControlType.COMMIT, ControlType.ABORT):
-                completed = info.append_end_txn_marker(
-                    is_commit=control == ControlType.COMMIT, coordinator_epoch=coordinator_epoch,
-                    producer_epoch=h.producer_epoch, offset=h.base_offset,
-                    timestamp=h.max_timestamp, transaction_version=TV_UNKNOWN)
-        else:
-            info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence,
-                                   h.max_timestamp, h.base_offset, h.last_offset,
-                                   h.is_transactional)
-        psm.update(info)
-        if completed is not None:
-            psm.complete_txn(completed)
-        psm.on_high_watermark_updated(h.last_offset + 1)
 
     # -- appends -----------------------------------------------------------------------------
 
@@ -591,7 +443,7 @@ class PartitionLog:
             active.first_batch_timestamp = max_timestamp
 
     @staticmethod
-    def _waited_for_roll(segment: Segment, max_timestamp: int, now_ms: int) -> int:
+    def _waited_for_roll(segment: LogSegment, max_timestamp: int, now_ms: int) -> int:
         """``LogSegment#timeWaitedForRoll``."""
         first = segment.first_batch_timestamp
         if first is not None and first >= 0:
@@ -606,7 +458,9 @@ class PartitionLog:
         if self.segments and self.segments[-1].base_offset == base_offset:
             return
         self.writer.roll(base_offset)
-        self.segments.append(Segment(base_offset, self.dir / segment_name(base_offset, ".log")))
+        self.segments.append(LogSegment(base_offset, self.dir / segment_name(base_offset, ".log"),
+                                        table=BatchTable()))
+        self._bases.append(base_offset)
         self.producer_state.update_map_end_offset(base_offset)
         self.take_snapshot()
 
@@ -614,14 +468,11 @@ class PartitionLog:
                max_timestamp: int) -> None:
         seg = self.segments[-1]
         position = self.writer.append(batch)
-        self._index_batch(seg, position, len(batch), base_offset, last_offset, max_timestamp)
+        seg.batches().add(base_offset, last_offset, position, len(batch), max_timestamp)
         seg.size = position + len(batch)
-
-    def _index_batch(self, seg: Segment, position: int, size: int, base: int, last: int,
-                     max_ts: int) -> None:
-        seg.max_timestamp = max(seg.max_timestamp, max_ts)
-        self._batches.append(_BatchRef(base, last, seg, position, size, max_ts))
-        self._last_offsets.append(last)
+        if max_timestamp > seg.max_timestamp_so_far:
+            seg.max_timestamp_so_far = max_timestamp
+            seg.offset_of_max_timestamp_so_far = last_offset
 
     def _after_append(self, last_offset: int) -> None:
         self.log_end_offset = last_offset + 1
@@ -673,38 +524,63 @@ class PartitionLog:
         empty = ReadResult(records=b"", high_watermark=hw, last_stable_offset=lso,
                            log_start_offset=self.log_start_offset,
                            aborted_transactions=[] if committed else None)
-        i = bisect.bisect_left(self._last_offsets, fetch_offset)
-        if fetch_offset >= bound or i >= len(self._batches):
+        found = self._locate(fetch_offset) if fetch_offset < bound else None
+        if found is None:
             return empty
-        first = self._batches[i]
-        seg = first.segment
-        j = bisect.bisect_left(self._last_offsets, bound)
-        max_position = (self._batches[j].position
-                        if j < len(self._batches) and self._batches[j].segment is seg
-                        else seg.size)
-        limit = max(max_bytes, first.size) if min_one_message else max_bytes
-        size = min(max_position - first.position, limit)
+        k, seg, i = found
+        table = self._batches_of(seg)
+        first_position, first_size = table.position[i], table.size[i]
+        j = bisect.bisect_left(table.last, bound)
+        max_position = table.position[j] if j < len(table) else seg.size
+        limit = max(max_bytes, first_size) if min_one_message else max_bytes
+        size = min(max_position - first_position, limit)
         if size <= 0:
             return empty
-        data = seg.pread(size, first.position)
+        data = seg.pread(size, first_position)
         aborted = None
         if committed:
-            upper = self._fetch_upper_bound(seg, first.position + size)
+            upper = self._fetch_upper_bound(k, table, first_position + size)
             aborted = collect_aborted_transactions(
                 [(s.base_offset, s.aborted) for s in self.segments], fetch_offset, upper)
         return ReadResult(records=data, high_watermark=hw, last_stable_offset=lso,
                           log_start_offset=self.log_start_offset, aborted_transactions=aborted,
-                          first_entry_incomplete=limit < first.size)
+                          first_entry_incomplete=limit < first_size)
 
-    def _fetch_upper_bound(self, seg: Segment, end_position: int) -> int:
-        """``LogSegment#fetchUpperBoundOffset`` at batch granularity, else the next segment's base
-        offset or the log end offset (``LocalLog#addAbortedTransactions``)."""
-        first = bisect.bisect_left(self._last_offsets, seg.base_offset)
-        # From ``first`` on, batches of ``seg`` come in position order, then later segments':
-        # the first batch at or past ``end_position`` or outside ``seg`` bounds the fetch.
-        k = bisect.bisect_left(self._batches, (False, end_position), lo=first,
-                               key=lambda b: (b.segment is not seg, b.position))
-        return self._batches[k].base_offset if k < len(self._batches) else self.log_end_offset
+    def _locate(self, offset: int) -> tuple[int, LogSegment, int] | None:
+        """``LocalLog#read``'s walk: from the floor segment of ``offset`` on, the first batch
+        whose last offset is at or above it (segment index, segment, batch index)."""
+        k = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        while k < len(self.segments):
+            seg = self.segments[k]
+            table = self._batches_of(seg)
+            i = bisect.bisect_left(table.last, offset)
+            if i < len(table):
+                return k, seg, i
+            k += 1
+        return None
+
+    def _batches_of(self, seg: LogSegment) -> BatchTable:
+        """The segment's batch table, scanned on first use; only the tables of the last few
+        segments read stay in memory (the active segment's always does)."""
+        if seg.table is not None:
+            return seg.table
+        table = seg.batches()
+        self._tables.append(seg)
+        while len(self._tables) > _CACHED_TABLES:
+            old = self._tables.pop(0)
+            if old is not self.segments[-1]:
+                old.table = None
+        return table
+
+    def _fetch_upper_bound(self, k: int, table: BatchTable, end_position: int) -> int:
+        """``LogSegment#fetchUpperBoundOffset`` at batch granularity: the first batch at or past
+        ``end_position``, else the next segment's base offset or the log end offset
+        (``LocalLog#addAbortedTransactions``)."""
+        i = bisect.bisect_left(table.position, end_position)
+        if i < len(table):
+            return table.base[i]
+        return (self.segments[k + 1].base_offset if k + 1 < len(self.segments)
+                else self.log_end_offset)
 
     def offset_for_timestamp(self, timestamp: int,
                              isolation: IsolationLevel | None) -> OffsetAndTimestamp | None:
@@ -736,7 +612,7 @@ class PartitionLog:
         offset at ``now_ms`` when the active segment holds data; the latest -1, the earliest -2,
         else the last entry modified at or before ``timestamp``, and the entries before it, at
         most ``max_num_offsets`` of them, in descending order."""
-        pairs = [(max(seg.base_offset, self.log_start_offset), _modified_ms(seg.path, now_ms))
+        pairs = [(max(seg.base_offset, self.log_start_offset), modified_ms(seg.path, now_ms))
                  for seg in self.segments]
         if self.segments and self.segments[-1].size > 0:
             pairs.append((self.log_end_offset, now_ms))
@@ -753,50 +629,95 @@ class PartitionLog:
             raise ValueError(f"negative number of offsets: {count}")  # NegativeArraySize
         return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
 
-    def iter_batches(self) -> Iterator[RecordBatch]:
-        """Every batch from the log start, records decoded (what a coordinator reads when it
-        loads its partition: ``UnifiedLog#read`` with ``FetchIsolation.LOG_END``). A batch whose
-        records do not decode is skipped (loading the log already cut off damage)."""
-        for ref in list(self._batches):
-            data = ref.segment.pread(ref.size, ref.position)
+    def iter_stored_batches(self, warn: Callable[[str], None] | None = None
+                            ) -> Iterator[StoredBatch]:
+        """Every batch of every segment, in offset order, its header read and its bytes shared
+        with the rest of its segment (what a coordinator reads when it loads its partition:
+        ``UnifiedLog#read`` with ``FetchIsolation.LOG_END``). Decode records with
+        ``iter_key_values(batch.data, batch.header.position, batch.header)``. What cannot be
+        read goes to ``warn`` (default: ``load_problems``)."""
+        report = warn or self.load_problems.append
+        for seg in list(self.segments):
+            if seg.size == 0:
+                continue
+            data = seg.pread(seg.size, 0)
             try:
-                yield parse_batch(data, 0, decode_records=True)
-            except FormatError as exc:
-                self.load_problems.append(f"{self.name} offset {ref.base_offset}: {exc}")
+                headers, _ = split_batches(data)
+            except BatchFrameError as exc:
+                report(f"{seg.path}: {exc}")
+                continue
+            for header in headers:
+                yield StoredBatch(header, data)
 
-    def _records_of(self, ref: _BatchRef) -> Iterator[Record]:
+    def iter_batches(self) -> Iterator[RecordBatch]:
+        """Every stored batch with its records decoded (the exact parser); a batch that does not
+        decode is reported in ``load_problems`` and skipped."""
+        for batch in self.iter_stored_batches():
+            try:
+                yield parse_batch(batch.data, batch.header.position, decode_records=True)
+            except FormatError as exc:
+                self.load_problems.append(f"{self.name} offset {batch.header.base_offset}: {exc}")
+
+    def iter_key_values(self, warn: Callable[[str], None] | None = None) -> Iterator[
+            tuple[StoredBatch, list[tuple[int, bytes | None, bytes | None]]]]:
+        """Each stored batch with its records' (offset, key, value); a batch whose records do
+        not decode goes to ``warn`` (default: ``load_problems``) and is skipped."""
+        report = warn or self.load_problems.append
+        for batch in self.iter_stored_batches(report):
+            try:
+                records = list(iter_key_values(batch.data, batch.header.position, batch.header))
+            except FormatError as exc:
+                report(f"{self.name} offset {batch.header.base_offset}: {exc}")
+                continue
+            yield batch, records
+
+    def _records_at(self, seg: LogSegment, position: int, size: int) -> Iterator[Record]:
         """The records of one stored batch (decompressed); FormatError if they do not decode."""
-        data = ref.segment.pread(ref.size, ref.position)
+        data = seg.pread(size, position)
         return iter_records(data, 0, parse_header(data, 0))
 
     def _max_timestamp_offset(self) -> OffsetAndTimestamp | None:
-        best: _BatchRef | None = None
-        for ref in self._batches:
-            if best is None or ref.max_timestamp > best.max_timestamp:
-                best = ref
-        if best is None or best.max_timestamp < 0:
+        """``UnifiedLog#fetchOffsetByTimestamp(MAX_TIMESTAMP)``: the (first) segment with the
+        largest ``maxTimestampSoFar``, then the record holding it."""
+        best: LogSegment | None = None
+        for seg in self.segments:
+            if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = seg
+        if best is None or best.max_timestamp_so_far < 0:
             return None
+        table = self._batches_of(best)
         try:
-            for record in self._records_of(best):
-                if record.timestamp == best.max_timestamp:
+            i = table.max_timestamp.index(best.max_timestamp_so_far)
+        except ValueError:
+            return OffsetAndTimestamp(best.offset_of_max_timestamp_so_far,
+                                      best.max_timestamp_so_far, self.leader_epoch)
+        try:
+            for record in self._records_at(best, table.position[i], table.size[i]):
+                if record.timestamp == table.max_timestamp[i]:
                     return OffsetAndTimestamp(record.offset, record.timestamp, self.leader_epoch)
         except FormatError:
             pass
-        return OffsetAndTimestamp(best.last_offset, best.max_timestamp, self.leader_epoch)
+        return OffsetAndTimestamp(table.last[i], table.max_timestamp[i], self.leader_epoch)
 
     def _search_timestamp(self, target: int) -> OffsetAndTimestamp | None:
-        """``LogSegment#findOffsetByTimestamp`` from the log start offset."""
-        start = bisect.bisect_left(self._last_offsets, self.log_start_offset)
-        for ref in self._batches[start:]:
-            if ref.max_timestamp < target:
+        """``LogSegment#findOffsetByTimestamp`` from the log start offset: segments whose
+        ``maxTimestampSoFar`` is below the target are skipped without reading them."""
+        k = max(bisect.bisect_right(self._bases, self.log_start_offset) - 1, 0)
+        for seg in self.segments[k:]:
+            if seg.max_timestamp_so_far < target:
                 continue
-            try:
-                for record in self._records_of(ref):
-                    if record.timestamp >= target and record.offset >= self.log_start_offset:
-                        return OffsetAndTimestamp(record.offset, record.timestamp,
-                                                  self.leader_epoch)
-            except FormatError:
-                continue
+            table = self._batches_of(seg)
+            start = bisect.bisect_left(table.last, self.log_start_offset)
+            for i in range(start, len(table)):
+                if table.max_timestamp[i] < target:
+                    continue
+                try:
+                    for record in self._records_at(seg, table.position[i], table.size[i]):
+                        if record.timestamp >= target and record.offset >= self.log_start_offset:
+                            return OffsetAndTimestamp(record.offset, record.timestamp,
+                                                      self.leader_epoch)
+                except FormatError:
+                    continue
         return None
 
     # -- deleting records ---------------------------------------------------------------------
@@ -836,7 +757,7 @@ class PartitionLog:
         self.log_start_offset = offset
         psm = self.producer_state
         psm.on_log_start_offset_incremented(offset)
-        psm.last_snap_offset = (self._snapshot_offsets() or [offset])[-1]
+        psm.last_snap_offset = (snapshot_offsets(self.dir) or [offset])[-1]
         return True
 
     def delete_old_segments(self, now_ms: int) -> int:
@@ -868,10 +789,9 @@ class PartitionLog:
         if count == len(self.segments):
             self._roll(self.log_end_offset)
         gone, self.segments = self.segments[:count], self.segments[count:]
+        self._bases = self._bases[count:]
+        self._tables = [seg for seg in self._tables if seg not in gone]
         self.maybe_increment_log_start_offset(self.segments[0].base_offset)
-        kept = bisect.bisect_left(self._last_offsets, self.segments[0].base_offset)
-        del self._batches[:kept]
-        del self._last_offsets[:kept]
         for seg in gone:
             seg.close()
             for suffix in (".log", ".index", ".timeindex", ".txnindex"):
@@ -880,7 +800,7 @@ class PartitionLog:
 
     # -- the log cleaner's view -----------------------------------------------------------------
 
-    def segments_in(self, start: int, end: int) -> list[Segment]:
+    def segments_in(self, start: int, end: int) -> list[LogSegment]:
         """``UnifiedLog#logSegments(from, to)``: the segments holding offsets in [start, end)."""
         return self.segments[segment_range([s.base_offset for s in self.segments], start, end)]
 
@@ -893,28 +813,19 @@ class PartitionLog:
                              aborted: list[AbortedTxnEntry]) -> None:
         """``UnifiedLog#replaceSegments`` once the files are swapped: the segments ``replaced``
         give way to the cleaned segment at ``first`` (now in its plain files, ``.txnindex``
-        entries ``aborted``); the producer snapshots of the replaced segments other than
-        ``first`` are deleted (``deleteProducerSnapshots``)."""
+        entries ``aborted``; opened from its indexes, its batches read when first needed); the
+        producer snapshots of the replaced segments other than ``first`` are deleted
+        (``deleteProducerSnapshots``)."""
         gone = {seg.base_offset: seg for seg in self.segments if seg.base_offset in replaced}
         for seg in gone.values():
             seg.close()
         path = self.dir / segment_name(first, ".log")
-        seg = Segment(first, path, aborted=list(aborted))
-        data = path.read_bytes()
-        refs_before = [r for r in self._batches if r.segment.base_offset < first]
-        refs_after = [r for r in self._batches
-                      if r.segment.base_offset > first and r.segment.base_offset not in gone]
-        self._batches, self._last_offsets = refs_before, [r.last_offset for r in refs_before]
-        for h in split_batches(data)[0]:
-            if seg.first_batch_timestamp is None:
-                seg.first_batch_timestamp = h.max_timestamp
-            self._index_batch(seg, h.position, h.size, h.base_offset, h.last_offset,
-                              h.max_timestamp)
-        seg.size = len(data)
-        self._batches.extend(refs_after)
-        self._last_offsets.extend(r.last_offset for r in refs_after)
+        seg = LogSegment(first, path, size=path.stat().st_size, aborted=list(aborted))
+        seg.load_max_timestamp()
         self.segments = sorted([s for s in self.segments if s.base_offset not in gone] + [seg],
                                key=lambda s: s.base_offset)
+        self._bases = [s.base_offset for s in self.segments]
+        self._tables = [s for s in self._tables if s.base_offset not in gone]
         for base in gone:
             if base != first:
                 (self.dir / snapshot_file_name(base)).unlink(missing_ok=True)
@@ -931,16 +842,31 @@ class PartitionLog:
         psm.last_snap_offset = psm.last_map_offset
         return path
 
-    def flush(self) -> None:
-        for seg in self.segments:
-            with contextlib.suppress(FileNotFoundError), open(seg.path, "rb+") as f:
-                os.fsync(f.fileno())
+    def unflushed_files(self, upto: int) -> list[Path]:
+        """The files ``LocalLog#flush`` would sync to make offsets below ``upto`` durable:
+        segments (with their indexes) that hold offsets at or above the recovery point."""
+        files = []
+        for k, seg in enumerate(self.segments):
+            nxt = self.segments[k + 1].base_offset if k + 1 < len(self.segments) else None
+            if seg.base_offset >= upto or (nxt is not None and nxt <= self.recovery_point):
+                continue
+            files += [seg.path] + [seg.file(suffix) for suffix in (".index", ".timeindex",
+                                                                   ".txnindex")]
+        return files
 
-    @property
-    def recovery_point(self) -> int:
-        """What a periodic recovery-point checkpoint records: segments below the active one were
-        flushed when they rolled (``UnifiedLog#roll`` schedules the flush)."""
+    def rolled_flush_point(self) -> int:
+        """Where ``UnifiedLog#roll``'s scheduled flush brings the recovery point: the active
+        segment's base offset (every segment below it is complete)."""
         return self.segments[-1].base_offset if self.segments else 0
+
+    def mark_flushed(self, offset: int) -> None:
+        """``UnifiedLog#updateRecoveryPoint`` after a flush up to ``offset``."""
+        self.recovery_point = max(self.recovery_point, min(offset, self.log_end_offset))
+
+    def flush(self) -> None:
+        """``UnifiedLog#flush`` up to the log end offset."""
+        fsync_files(self.unflushed_files(self.log_end_offset + 1))
+        self.mark_flushed(self.log_end_offset)
 
     def close(self) -> None:
         """``UnifiedLog#close``: producer snapshot at the log end offset, indexes trimmed."""
@@ -956,3 +882,10 @@ class PartitionLog:
         for seg in self.segments:
             seg.close()
 
+
+
+def fsync_files(paths: list[Path]) -> None:
+    """fsync each file that still exists (a file deleted meanwhile needs no flush)."""
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:
+            os.fsync(f.fileno())

@@ -33,6 +33,7 @@ from kafkatx.broker.handlers import ApiHandler, load_handlers
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
 from kafkatx.broker.log_cleaner import LogCleaner
 from kafkatx.broker.log_manager import LogManager
+from kafkatx.broker.partition_log import fsync_files
 from kafkatx.broker.producer_ids import ProducerIdManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
@@ -200,12 +201,20 @@ class Broker:
                 await asyncio.sleep(backoff)
 
     async def _checkpoint_loop(self) -> None:
+        """``ReplicaManager``'s high-watermark checkpoint, the flush of rolled segments
+        (``UnifiedLog#roll`` schedules it; it advances the recovery point) and
+        ``LogManager``'s recovery-point and log-start-offset checkpoints."""
         hw_every = self.config.hw_checkpoint_interval_s
         offsets_every = self.config.offset_checkpoint_interval_s
         last_offsets = time.monotonic()
         while True:
             await asyncio.sleep(hw_every)
             try:
+                work, files = self.logs.flush_rolled()
+                if files:
+                    await asyncio.to_thread(fsync_files, files)
+                for log, offset in work:
+                    log.mark_flushed(offset)
                 self.logs.checkpoint_high_watermarks()
                 if time.monotonic() - last_offsets >= offsets_every:
                     self.logs.checkpoint_recovery_points()

@@ -128,10 +128,18 @@ class TransactionCoordinator:
         if topic is None:
             return
         for partition, log in sorted(topic.logs.items()):
+            # The topic is compacted: only the last record of a key counts, so values are
+            # decoded for those alone (a tombstone drops the key).
+            latest: dict[bytes | None, tuple[int, bytes | None]] = {}
+            for batch, records in log.iter_key_values(self.broker.warn):
+                if batch.header.is_control:
+                    continue
+                for offset, key, value in records:
+                    latest.pop(key, None)
+                    latest[key] = (offset, value)
             loaded: dict[str, TransactionMetadata] = {}
-            for batch in log.iter_batches():
-                for record in batch.records or ():
-                    self._load_record(log.name, record.offset, record.key, record.value, loaded)
+            for key, (offset, value) in latest.items():
+                self._load_record(log.name, offset, key, value, loaded)
             for txn_id, md in loaded.items():
                 if self.partition_for(txn_id) != partition:
                     self.broker.warn(f"{log.name}: transactional id {txn_id!r} belongs to "

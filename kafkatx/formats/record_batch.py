@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ from kafkatx.formats.primitives import (
     VarLong,
     parse_exact,
     read_varint,
+    read_varlong,
 )
 
 MAGIC_V2 = 2
@@ -52,6 +54,9 @@ TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 DELETE_HORIZON_FLAG = 0x40
 
+_HEADER_FIELDS = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc",
+                  "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
+                  "producer_id", "producer_epoch", "base_sequence", "records_count")
 _HEADER = c.Struct(
     "base_offset" / Int64,
     "batch_length" / Int32,
@@ -67,6 +72,13 @@ _HEADER = c.Struct(
     "base_sequence" / Int32,
     "records_count" / Int32,
 )
+
+# The same 61 bytes for ``struct`` (the construct definition documents the layout; this one reads
+# it on hot paths: every control batch of a scan, every header the broker loads).
+_HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER_STRUCT.size == HEADER_SIZE
+_CONTROL_KEY_STRUCT = struct.Struct(">hh")
+_END_TXN_MARKER_STRUCT = struct.Struct(">hi")
 
 _HEADER_FIELD = c.Struct("key" / VarIntString, "value" / VarIntNullableBytes)
 
@@ -298,9 +310,8 @@ def parse_header(
             f"batch header needs {HEADER_SIZE} bytes, {max(len(buf) - pos, 0)} remain",
             path=path, position=pos, field="record batch header",
         )
-    raw = parse_exact(_HEADER, bytes(buf[pos : pos + HEADER_SIZE]), what="record batch header",
-                      path=path, base=pos)
-    return RecordBatchHeader(**{k: v for k, v in raw.items() if not k.startswith("_")})
+    return RecordBatchHeader(**dict(zip(_HEADER_FIELDS, _HEADER_STRUCT.unpack_from(buf, pos),
+                                        strict=True)))
 
 
 def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
@@ -401,27 +412,86 @@ def iter_records(
         )
 
 
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A zigzag varint/varlong at ``at`` (the one-byte case inline, the rest by
+    ``read_varlong``, which bounds the length)."""
+    b = data[at]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), at + 1
+    return read_varlong(data, at)
+
+
+def iter_key_values(
+    buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *, path: str | None = None
+) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of each record of the batch at ``pos``: the fixed layout of
+    ``DefaultRecord#readFrom`` walked directly (headers skipped), for the coordinators' loads,
+    which read every record of their partitions. Raises ``FormatError`` where
+    :func:`iter_records` would (a test proves both agree)."""
+    data, payload_pos = _records_payload(buf, pos, header, path)
+    end = len(data)
+    base = header.base_offset
+    cursor = 0
+    for i in range(header.records_count):
+        try:
+            length, at = _varint(data, cursor)
+            stop = at + length
+            if length < 0 or stop > end:
+                raise FormatError(f"length {length} does not fit in the batch")
+            _, at = _varint(data, at + 1)  # attributes, then the timestamp delta
+            offset_delta, at = _varint(data, at)
+            key_len, at = _varint(data, at)
+            if key_len < 0:
+                key = None
+            else:
+                key = data[at:at + key_len]
+                at += key_len
+            value_len, at = _varint(data, at)
+            if value_len < 0:
+                value = None
+            else:
+                value = data[at:at + value_len]
+                at += value_len
+            if at > stop:
+                raise FormatError("key and value run past the record")
+        except IndexError:
+            exc = FormatError("record runs past the end of the batch")
+        except FormatError as error:
+            exc = error
+        else:
+            yield base + offset_delta, key, value
+            cursor = stop
+            continue
+        raise FormatError(f"record {i}: {exc.message}", path=path,
+                          position=payload_pos + (0 if header.compression_id else cursor),
+                          field="record")
+    if cursor != end:
+        raise FormatError(
+            f"{end - cursor} bytes left after the {header.records_count} declared records",
+            path=path, position=payload_pos + (0 if header.compression_id else cursor),
+            field="records")
+
+
 def _read_control(
     buf: bytes | memoryview, pos: int, header: RecordBatchHeader, path: str | None
 ) -> ControlRecord:
-    first = next(iter_records(buf, pos, header, path=path))
-    if first.key is None or len(first.key) < 4:
+    _, first_key, first_value = next(iter_key_values(buf, pos, header, path=path))
+    if first_key is None or len(first_key) < 4:
         raise FormatError("control record key is shorter than 4 bytes", path=path,
                           position=pos + HEADER_SIZE, field="control key")
     # Readers parse newer key versions as the highest known one (only fields appended).
-    key = _CONTROL_KEY.parse(first.key[:4])
-    if key.version < 0:
-        raise FormatError(f"control key version {key.version}", path=path,
+    key_version, key_type = _CONTROL_KEY_STRUCT.unpack_from(first_key, 0)
+    if key_version < 0:
+        raise FormatError(f"control key version {key_version}", path=path,
                           position=pos + HEADER_SIZE, field="control key")
-    if key.type in (ControlType.ABORT, ControlType.COMMIT):
-        if first.value is None or len(first.value) < 6:
+    if key_type in (ControlType.ABORT, ControlType.COMMIT):
+        if first_value is None or len(first_value) < 6:
             raise FormatError("end transaction marker value is shorter than 6 bytes",
                               path=path, position=pos + HEADER_SIZE, field="marker value")
-        value = _END_TXN_MARKER_VALUE.parse(first.value[:6])
-        return ControlRecord(type_id=key.type, key_version=key.version,
-                             coordinator_epoch=value.coordinator_epoch,
-                             value_version=value.version)
-    return ControlRecord(type_id=key.type, key_version=key.version, raw_value=first.value)
+        value_version, coordinator_epoch = _END_TXN_MARKER_STRUCT.unpack_from(first_value, 0)
+        return ControlRecord(type_id=key_type, key_version=key_version,
+                             coordinator_epoch=coordinator_epoch, value_version=value_version)
+    return ControlRecord(type_id=key_type, key_version=key_version, raw_value=first_value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,14 +29,41 @@ def segment_name(base_offset: int, suffix: str) -> str:
 
 
 @dataclass(slots=True)
-class _ActiveSegment:
+class SegmentIndexes:
+    """The sparse indexes of one segment as its batches are appended (or recovered)."""
+
     base_offset: int
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     size: int = 0
     bytes_since_last_index_entry: int = 0
     max_timestamp_so_far: int = -1
     offset_of_max_timestamp_so_far: int = -1
     offset_entries: list[OffsetIndexEntry] = field(default_factory=list)
     time_entries: list[TimeIndexEntry] = field(default_factory=list)
+
+    def on_append(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        """``LogSegment#append``'s index bookkeeping for a batch written at ``position``."""
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_entries.append(OffsetIndexEntry(
+                offset=last_offset, relative_offset=last_offset - self.base_offset,
+                position=position))
+            self.maybe_append_time(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.bytes_since_last_index_entry = 0
+        self.size = position + size
+        self.bytes_since_last_index_entry += size
+
+    def write_indexes(self, directory: Path, file_suffix: str = "") -> None:
+        """``LogSegment#onBecomeInactiveSegment`` + trimmed index files (named with
+        ``file_suffix`` after the extension, e.g. ``.cleaned``)."""
+        if self.max_timestamp_so_far >= 0:
+            self.maybe_append_time(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        (directory / (segment_name(self.base_offset, ".index") + file_suffix)).write_bytes(
+            build_offset_index(self.offset_entries, self.base_offset))
+        (directory / (segment_name(self.base_offset, ".timeindex") + file_suffix)).write_bytes(
+            build_time_index(self.time_entries, self.base_offset))
 
     def maybe_append_time(self, timestamp: int, offset: int) -> None:
         last = self.time_entries[-1].timestamp if self.time_entries else None
@@ -68,7 +95,7 @@ class PartitionWriter:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.index_interval_bytes = index_interval_bytes
         self.segment_bytes = segment_bytes
-        self.active: _ActiveSegment | None = None
+        self.active: SegmentIndexes | None = None
         self.log_end_offset = 0
         self.segment_bases: list[int] = []
 
@@ -85,17 +112,7 @@ class PartitionWriter:
         assert seg is not None
         position = seg.size
         self._write(batch)
-        if max_ts > seg.max_timestamp_so_far:
-            seg.max_timestamp_so_far = max_ts
-            seg.offset_of_max_timestamp_so_far = last_offset
-        if seg.bytes_since_last_index_entry > self.index_interval_bytes:
-            seg.offset_entries.append(OffsetIndexEntry(
-                offset=last_offset, relative_offset=last_offset - seg.base_offset,
-                position=position))
-            seg.maybe_append_time(seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
-            seg.bytes_since_last_index_entry = 0
-        seg.size += len(batch)
-        seg.bytes_since_last_index_entry += len(batch)
+        seg.on_append(position, len(batch), last_offset, max_ts)
         self.log_end_offset = last_offset + 1
         return position
 
@@ -118,7 +135,8 @@ class PartitionWriter:
         """Close the active segment (final time-index entry, trimmed indexes) and start another."""
         self._close_active()
         base = self.log_end_offset if new_base_offset is None else new_base_offset
-        self.active = _ActiveSegment(base_offset=base)
+        self.active = SegmentIndexes(base_offset=base,
+                                     index_interval_bytes=self.index_interval_bytes)
         self.segment_bases.append(base)
         self._active_path = self.dir / (segment_name(base, ".log") + self.file_suffix)
         self._active_path.touch()
@@ -134,12 +152,7 @@ class PartitionWriter:
         seg = self.active
         if seg is None:
             return
-        if seg.max_timestamp_so_far >= 0:
-            seg.maybe_append_time(seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
-        (self.dir / (segment_name(seg.base_offset, ".index") + self.file_suffix)).write_bytes(
-            build_offset_index(seg.offset_entries, seg.base_offset))
-        (self.dir / (segment_name(seg.base_offset, ".timeindex") + self.file_suffix)).write_bytes(
-            build_time_index(seg.time_entries, seg.base_offset))
+        seg.write_indexes(self.dir, self.file_suffix)
         self.active = None
 
     def close(self) -> None:

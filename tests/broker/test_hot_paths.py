@@ -150,14 +150,14 @@ def test_fetch_upper_bound_matches_a_linear_scan(tmp_path: Path) -> None:
                    for j in range(rng.randint(1, 4))]
         log.append_as_leader(build_batch(records), 1000)
     assert len(log.segments) > 10
-    refs = log._batches
-    for seg in log.segments:
-        mine = [r for r in refs if r.segment is seg]
-        later = [r for r in refs if r.base_offset > mine[-1].last_offset]
+    for k, seg in enumerate(log.segments):
+        table = log._batches_of(seg)
+        mine = list(zip(table.position, table.base, strict=True))
+        nxt = log.segments[k + 1].base_offset if k + 1 < len(log.segments) else None
         for end in range(0, seg.size + 50, 13):
-            past = [r for r in mine if r.position >= end] + later
-            expected = past[0].base_offset if past else log.log_end_offset
-            assert log._fetch_upper_bound(seg, end) == expected
+            past = [base for position, base in mine if position >= end]
+            expected = past[0] if past else nxt if nxt is not None else log.log_end_offset
+            assert log._fetch_upper_bound(k, table, end) == expected
     log.close()
 
 
