@@ -28,6 +28,14 @@ ROUNDS = 3
 SEGMENT = ("--segment-bytes", "65536", "--transaction-abort-interval-ms", "200")
 
 
+def _wait_for(progress: Callable[[], int], at_least: int, timeout_s: float = 20.0) -> None:
+    """Wait until ``progress()`` reaches ``at_least`` (the kill must come after some progress,
+    however slow the machine is)."""
+    deadline = time.monotonic() + timeout_s
+    while progress() < at_least and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _kill(proc: ServeProcess) -> None:
     assert proc.proc is not None
     proc.proc.kill()  # SIGKILL: no snapshot, no checkpoint, no index trimming
@@ -86,6 +94,8 @@ def test_acknowledged_records_survive_sigkill(serve: Serve, tmp_path: Path, seed
         worker = threading.Thread(target=_produce_until,
                                   args=(producer, stop, round_no, delivered))
         worker.start()
+        start = len(acked)
+        _wait_for(lambda: len(acked), start + 1)
         time.sleep(rng.uniform(0.3, 1.2))
         with lock:
             before = len(acked)
@@ -93,7 +103,7 @@ def test_acknowledged_records_survive_sigkill(serve: Serve, tmp_path: Path, seed
         stop.set()
         worker.join()
         producer.flush(5)  # what was acknowledged before the kill still reaches the callback
-        assert len(acked) >= before > 0
+        assert len(acked) >= before > start
     final = serve(log_dir=log_dir)
     assert final.stop() == 0, final.stderr()
     stored = dict(replay_visible(log_dir, "durable", 0, "read_uncommitted"))
@@ -120,12 +130,14 @@ def test_committed_transactions_survive_sigkill(serve: Serve, tmp_path: Path, se
         worker = threading.Thread(target=_transact_until,
                                   args=(producer, stop, round_no, committed))
         worker.start()
+        start = len(committed)
+        _wait_for(lambda: len(committed), start + 1)
         time.sleep(rng.uniform(0.3, 1.2))
         before = len(committed)
         _kill(proc)
         stop.set()
         worker.join(20)
-        assert not worker.is_alive() and before > 0
+        assert not worker.is_alive() and before > start
     final = serve(log_dir=log_dir)
     producer = ck.Producer({"bootstrap.servers": final.bootstrap,
                             "transactional.id": "durable-writer", "log_level": 0})
