@@ -16,6 +16,7 @@ Values are plain dicts with snake_case field names (``LeaderRecoveryState`` ->
 from __future__ import annotations
 
 import base64
+import functools
 import re
 import struct
 from collections.abc import Mapping, Sequence
@@ -64,13 +65,20 @@ class Versions:
         return f"Versions({self.text!r})"
 
 
+@functools.cache
+def versions(text: str | None) -> Versions:
+    """A parsed version range, shared (ranges are immutable in use)."""
+    return Versions(text)
+
+
+@functools.cache
 def snake_case(name: str) -> str:
     """Kafka's CamelCase field name in snake_case (``KRaftVersion`` -> ``kraft_version``)."""
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name.replace("KRaft", "Kraft"))
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Field:
     """One field of a message schema, as in Kafka's JSON (names in Kafka's CamelCase).
 
@@ -88,19 +96,19 @@ class Field:
     default: Any = field(default=...)
     fields: tuple[Field, ...] = ()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return snake_case(self.name)
 
-    @property
+    @functools.cached_property
     def is_array(self) -> bool:
         return self.type.startswith("[]")
 
-    @property
+    @functools.cached_property
     def element(self) -> str:
         return self.type[2:] if self.is_array else self.type
 
-    @property
+    @functools.cached_property
     def is_struct(self) -> bool:
         return self.element not in _SCALARS
 
@@ -132,7 +140,7 @@ class MessageSchema:
 
     @property
     def versions(self) -> range:
-        v = Versions(self.valid_versions)
+        v = versions(self.valid_versions)
         return range(v.low, v.high + 1)
 
 
@@ -181,30 +189,59 @@ def read_message(
 
     With ``exact`` (Kafka's serdes check ``remaining() == 0``), bytes left over are an error.
     """
-    if version not in Versions(schema.valid_versions):
+    if version not in versions(schema.valid_versions):
         raise FormatError(f"{schema.name} has no version {version} (valid: "
                           f"{schema.valid_versions})", path=path, position=base,
                           field=schema.name)
     r = _Reader(bytes(data), 0, len(data), path, base)
-    flexible = version in Versions(schema.flexible_versions)
+    flexible = version in versions(schema.flexible_versions)
     values = _read_struct(r, schema.fields, version, flexible, schema.name)
     if exact and r.pos != r.end:
         raise r.fail(f"{r.end - r.pos} byte(s) left after the {schema.name}", schema.name)
     return values, r.pos
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How one struct reads at one version: (key, field, path or None for "absent: default",
+    nullable) in schema order, and the tagged fields by tag."""
+
+    steps: tuple[tuple[str, Field, str | None, bool], ...]
+    tagged: dict[int, tuple[Field, str, bool]]
+
+
+_PLANS: dict[tuple[int, int, bool, str], tuple[_Plan, Sequence[Field]]] = {}
+
+
+def _plan(fields: Sequence[Field], version: int, flexible: bool, what: str) -> _Plan:
+    key = (id(fields), version, flexible, what)
+    hit = _PLANS.get(key)
+    if hit is not None:
+        return hit[0]
+    steps = []
+    tagged = {}
+    for f in fields:
+        nullable = version in versions(f.nullable_versions)
+        path = f"{what}.{f.name}"
+        if f.tag is not None and flexible and version in versions(f.tagged_versions):
+            tagged[f.tag] = (f, path, nullable)
+            steps.append((f.key, f, None, nullable))
+        elif version in versions(f.versions):
+            steps.append((f.key, f, path, nullable))
+        else:
+            steps.append((f.key, f, None, nullable))
+    plan = _Plan(tuple(steps), tagged)
+    _PLANS[key] = (plan, fields)  # the fields kept alive: their id stays theirs
+    return plan
+
+
 def _read_struct(r: _Reader, fields: Sequence[Field], version: int, flexible: bool,
                  what: str) -> dict[str, Any]:
+    plan = _plan(fields, version, flexible, what)
     out: dict[str, Any] = {}
-    tagged: dict[int, Field] = {}
-    for f in fields:
-        if f.tag is not None and flexible and version in Versions(f.tagged_versions):
-            tagged[f.tag] = f
-            out[f.key] = f.default_value()
-        elif version in Versions(f.versions):
-            out[f.key] = _read_value(r, f, version, flexible, f"{what}.{f.name}")
-        else:
-            out[f.key] = f.default_value()
+    for key, f, path, nullable in plan.steps:
+        out[key] = (f.default_value() if path is None
+                    else _read_value(r, f, version, flexible, path, nullable))
     if flexible:
         count = r.uvarint(f"{what} tagged fields")
         last = -1
@@ -217,22 +254,23 @@ def _read_struct(r: _Reader, fields: Sequence[Field], version: int, flexible: bo
             last = tag
             size = r.uvarint(f"{what} tag {tag} size")
             raw = r.take(size, f"{what} tag {tag}")
-            known = tagged.get(tag)
+            known = plan.tagged.get(tag)
             if known is None:
                 unknown[tag] = raw
                 continue
+            field_, path, nullable = known
             sub = _Reader(raw, 0, len(raw), r.path, r.base + r.pos - size)
-            out[known.key] = _read_value(sub, known, version, True, f"{what}.{known.name}")
+            out[field_.key] = _read_value(sub, field_, version, True, path, nullable)
             if sub.pos != sub.end:
                 raise sub.fail(f"{sub.end - sub.pos} byte(s) left in tagged field {tag}",
-                               known.name)
+                               field_.name)
         if unknown:
             out[UNKNOWN_TAGS] = unknown
     return out
 
 
-def _read_value(r: _Reader, f: Field, version: int, flexible: bool, what: str) -> Any:
-    nullable = version in Versions(f.nullable_versions)
+def _read_value(r: _Reader, f: Field, version: int, flexible: bool, what: str,
+                nullable: bool) -> Any:
     if f.is_array:
         n = r.uvarint(what) - 1 if flexible else _FIXED["int32"].unpack(r.take(4, what))[0]
         if n < 0:
@@ -283,11 +321,11 @@ def write_message(schema: MessageSchema, version: int, values: Mapping[str, Any]
     A non-default value in a field the version does not have is a ``ValueError``, as Kafka's
     writer throws ``UnsupportedVersionException``.
     """
-    if version not in Versions(schema.valid_versions):
+    if version not in versions(schema.valid_versions):
         raise ValueError(f"{schema.name} has no version {version}")
     out = bytearray()
     _write_struct(out, schema.fields, version,
-                  version in Versions(schema.flexible_versions), values, schema.name)
+                  version in versions(schema.flexible_versions), values, schema.name)
     return bytes(out)
 
 
@@ -296,12 +334,12 @@ def _write_struct(out: bytearray, fields: Sequence[Field], version: int, flexibl
     tagged: dict[int, bytes] = {}
     for f in fields:
         value = values[f.key] if f.key in values else f.default_value()
-        if f.tag is not None and flexible and version in Versions(f.tagged_versions):
+        if f.tag is not None and flexible and version in versions(f.tagged_versions):
             if value != f.default_value():
                 buf = bytearray()
                 _write_value(buf, f, version, True, value, f"{what}.{f.name}")
                 tagged[f.tag] = bytes(buf)
-        elif version in Versions(f.versions):
+        elif version in versions(f.versions):
             _write_value(out, f, version, flexible, value, f"{what}.{f.name}")
         elif value != f.default_value():
             raise ValueError(f"{what}.{f.name} cannot be written at version {version}")
@@ -320,7 +358,7 @@ def _write_struct(out: bytearray, fields: Sequence[Field], version: int, flexibl
 
 def _write_value(out: bytearray, f: Field, version: int, flexible: bool, value: Any,
                  what: str) -> None:
-    nullable = version in Versions(f.nullable_versions)
+    nullable = version in versions(f.nullable_versions)
     if value is None and not nullable:
         raise ValueError(f"{what} is not nullable at version {version}")
     if f.is_array:
