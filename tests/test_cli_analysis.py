@@ -17,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from kafkatx.cli.progress import ScanProgress
+from kafkatx.semantics.coordinator_partition import partition_for
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,6 +212,33 @@ def test_transaction_timeout_decides_what_is_pinned() -> None:
             and f["topic"] == "payments"] == ["hanging_transaction", "open_transaction"]
 
 
+def test_transaction_state_partitions_detected_or_given(tmp_path: Path) -> None:
+    """``TransactionStateManager#partitionFor`` with 10 partitions: detected from the log dir
+    (every ``__transaction_state-N`` directory 0..9 present), or given on every command that
+    joins the coordinator."""
+    from tests.analysis.test_partition_count import ten_partition_cluster
+    from tests.analysis.test_timeline import Scenario
+
+    sc = Scenario(tmp_path / "broker")
+    ten_partition_cluster(sc)
+    root = sc.build()
+    doc = run_json("inspect", root)
+    assert doc["coordinator"]["num_partitions"] == 10
+    assert doc["coordinator"]["source"] == "directories"
+    assert doc["coordinator"]["partitions_present"] == list(range(10))
+    assert "wrong_coordinator_partition" not in {f["kind"] for f in doc["findings"]}
+    doc = run_json("verify", "--transaction-state-partitions", "50", root, expect=1)
+    assert "wrong_coordinator_partition" in {f["kind"] for f in doc["findings"]}
+    proc = run("inspect", root)
+    assert "coordinator: 10 __transaction_state partition(s) of 10 (every partition " \
+           "directory 0..9 is present)" in proc.stdout
+    proc = run("timeline", "--format", "jsonl", "--transaction-state-partitions", "10", root)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert {r["coordinator_partition"] for r in rows if r["transactional_id"]} == {
+        partition_for("payments-writer", 10)}
+
+
 def test_inspect_corrupt_reports_and_exits_zero() -> None:
     doc = run_json("inspect", CORRUPT)
     kinds = {f["kind"] for f in doc["findings"]}
@@ -307,6 +335,8 @@ def test_file_instead_of_directory_is_one_line() -> None:
     ["inspect", "--now", "yesterday", str(LOGDIR)],
     ["verify", "--now", "1763701200", str(LOGDIR)],  # seconds, not milliseconds
     ["lso", "--transaction-timeout-ms", "0", str(LOGDIR)],
+    ["verify", "--transaction-state-partitions", "0", str(LOGDIR)],
+    ["timeline", "--transaction-state-partitions", "x", str(LOGDIR)],
 ])
 def test_usage_errors_exit_2(args: list[str]) -> None:
     proc = run(*args)

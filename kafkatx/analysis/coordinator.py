@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkatx.analysis.findings import INFO, WARNING, Finding, location
+from kafkatx.analysis.partition_count import GIVEN, PartitionCount, detect_partition_count
 from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError, UnreadableFileError
 from kafkatx.formats import transaction_log
@@ -116,7 +117,8 @@ class TransactionalIdHistory:
 class CoordinatorView:
     """All ``__transaction_state`` partitions found, replayed.
 
-    ``num_partitions_assumed`` is the partition count ``partitionFor`` was computed with;
+    ``num_partitions_assumed`` is the partition count ``partitionFor`` was computed with, and
+    ``partition_count`` how it was chosen (given, or detected: :mod:`partition_count`);
     ``producer_ids`` maps every producer id a value names (``producer_id``, and the v1 tagged
     ``previous_producer_id``/``next_producer_id``) to the transactional ids naming it.
     ``newest_timestamp_ms`` is the newest record timestamp (-1 without records); ``sources`` the
@@ -127,6 +129,7 @@ class CoordinatorView:
     histories: dict[str, TransactionalIdHistory] = field(default_factory=dict)
     partitions_present: set[int] = field(default_factory=set)
     num_partitions_assumed: int = DEFAULT_NUM_PARTITIONS
+    partition_count: PartitionCount | None = None
     producer_ids: dict[int, set[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     newest_timestamp_ms: int = -1
@@ -145,6 +148,8 @@ class CoordinatorView:
 
     def to_dict(self) -> dict[str, object]:
         return {"num_partitions_assumed": self.num_partitions_assumed,
+                "partition_count": (None if self.partition_count is None
+                                    else self.partition_count.to_dict()),
                 "partitions_present": sorted(self.partitions_present),
                 "sources": {str(p): s for p, s in sorted(self.sources.items())},
                 "newest_timestamp_ms": self.newest_timestamp_ms,
@@ -289,7 +294,7 @@ def _what(exc: FormatError) -> str:
 def read_coordinator(
     paths: Iterable[str | os.PathLike[str]],
     *,
-    num_partitions: int = DEFAULT_NUM_PARTITIONS,
+    num_partitions: int | None = None,
     now_ms: int | None = None,
     include_segment_damage: bool = True,
 ) -> CoordinatorView:
@@ -301,23 +306,30 @@ def read_coordinator(
 def coordinator_view(
     evidence: Discovery | Iterable[PartitionDir],
     *,
-    num_partitions: int = DEFAULT_NUM_PARTITIONS,
+    num_partitions: int | None = None,
     now_ms: int | None = None,
     include_segment_damage: bool = True,
 ) -> CoordinatorView:
     """Read every live ``__transaction_state`` partition and rebuild the coordinator's state.
 
-    ``num_partitions`` is ``transaction.state.log.num.partitions`` (default 50). ``now_ms``
+    ``num_partitions`` is ``transaction.state.log.num.partitions``; None: detected from the
+    evidence (:func:`kafkatx.analysis.partition_count.detect_partition_count`). ``now_ms``
     dates ``stuck_prepare`` (default: the newest record timestamp). With
     ``include_segment_damage`` the segment damage met (CRC mismatches, truncation...) is in the
     findings too; leave it out when another check reports those files already.
     """
-    if num_partitions < 1:
+    if num_partitions is not None and num_partitions < 1:
         raise ValueError(f"num_partitions must be >= 1, not {num_partitions}")
     pdirs = evidence.all_partitions() if isinstance(evidence, Discovery) else tuple(evidence)
-    view = CoordinatorView(num_partitions_assumed=num_partitions)
+    problems: list[str] = []
     reads = [read_partition(p, include_segment_damage=include_segment_damage)
-             for p in one_copy_each(pdirs, view.problems)]
+             for p in one_copy_each(pdirs, problems)]
+    count = detect_partition_count(
+        (pr.partition for pr in reads),
+        ((r.transactional_id, pr.partition) for pr in reads for r in pr.records),
+        given=num_partitions)
+    view = CoordinatorView(num_partitions_assumed=count.count, partition_count=count,
+                           problems=problems)
     for pr in reads:
         view.partitions_present.add(pr.partition)
         view.sources[pr.partition] = pr.path
@@ -446,20 +458,29 @@ def _placement_findings(view: CoordinatorView, reads: list[PartitionRead]) -> It
     if not misplaced:
         return
     hint = _partition_count_hint(reads, n)
+    count = view.partition_count
+    given = count is None or count.source == GIVEN
     for rec, expected in misplaced:
         tid = rec.transactional_id
         where = f"{TOPIC}-{rec.partition}"
-        if rec.partition >= n:
+        if not given:
+            assert count is not None
+            cause = (f"no partition count places every id found; {count.describe} was used: "
+                     "this id's records are misplaced (a directory renamed or copied to the "
+                     "wrong place?), and no coordinator would look for it here")
+        elif rec.partition >= n:
             cause = (f"partition {rec.partition} exists, so {TOPIC} has more than {n} partitions "
-                     "(give the real count)")
+                     "(give the real count with --transaction-state-partitions)")
         else:
             cause = (f"either {TOPIC} has another partition count than {n} "
-                     "(transaction.state.log.num.partitions; give the real count) or the data "
-                     "is misplaced, and no coordinator would look for this id here")
+                     "(transaction.state.log.num.partitions; give the real count with "
+                     "--transaction-state-partitions) or the data is misplaced, and no "
+                     "coordinator would look for this id here")
         yield _record_finding(
             "wrong_coordinator_partition", rec,
             f"transactional id {tid} is in {where}, but partitionFor picks partition {expected} "
-            f"of {n} (Java hashCode {java_string_hashcode(tid)}): {cause}{hint}")
+            f"of {n} (Java hashCode {java_string_hashcode(tid)}): {cause}"
+            f"{hint if given else ''}")
 
 
 def _partition_count_hint(reads: list[PartitionRead], n: int) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.coordinator import CoordinatorRecord, CoordinatorView
 from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.partition_count import DEFAULT as DEFAULT_COUNT
 from kafkatx.analysis.replay import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
@@ -1056,7 +1057,11 @@ class TimelineBuilder:
         else:
             present = ", ".join(str(p) for p in sorted(view.partitions_present))
             n = view.num_partitions_assumed
-            notes.append(f"coordinator: {COORDINATOR_TOPIC} partitions {present} of {n} present")
+            note = f"coordinator: {COORDINATOR_TOPIC} partitions {present} of {n} present"
+            count = view.partition_count
+            if count is not None and count.source != DEFAULT_COUNT:
+                note += f"; partition count {count.describe}"
+            notes.append(note)
             for tid in sorted(self.selection.transactional_ids):
                 if tid in view.histories:
                     continue

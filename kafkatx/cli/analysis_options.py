@@ -149,13 +149,24 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
 class AnalysisCliOptions:
     now_ms: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    transaction_state_partitions: int | None = None
     manifest: Path | None = None
     engine: EngineCliOptions = EngineCliOptions()
 
     @property
     def engine_options(self) -> AnalysisOptions:
         return AnalysisOptions(now_ms=self.now_ms,
-                               transaction_timeout_ms=self.transaction_timeout_ms)
+                               transaction_timeout_ms=self.transaction_timeout_ms,
+                               transaction_state_partitions=self.transaction_state_partitions)
+
+
+transaction_state_partitions_option = click.option(
+    "--transaction-state-partitions", "transaction_state_partitions",
+    type=click.IntRange(min=1), default=None, metavar="N",
+    help="The cluster's transaction.state.log.num.partitions, for partitionFor (which "
+         "__transaction_state partition holds a transactional id). Default: detected from the "
+         "evidence (every __transaction_state-N directory 0..N-1 present, or the count that "
+         "places the transactional ids found where they are; else Kafka's default 50).")
 
 
 _OPTIONS = (
@@ -167,6 +178,7 @@ _OPTIONS = (
                  default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
                  help="The producers' transaction.timeout.ms (the producer default is 60000): "
                       "an open transaction older than this is reported as lso_pinned."),
+    transaction_state_partitions_option,
     click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
                  metavar="FILE",
                  help="Also write a SHA-256 manifest (sha256sum format) of every file read to "
@@ -175,14 +187,17 @@ _OPTIONS = (
 
 
 def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--now``, ``--transaction-timeout-ms``, ``--manifest`` and the engine options
+    """Add ``--now``, ``--transaction-timeout-ms``, ``--transaction-state-partitions``,
+    ``--manifest`` and the engine options
     (:func:`engine_options`); the command receives them as one ``analysis: AnalysisCliOptions``
     keyword."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
-                manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
+                transaction_state_partitions: int | None, manifest: Path | None,
+                engine: EngineCliOptions, **kwargs: Any) -> Any:
         opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
+                                  transaction_state_partitions=transaction_state_partitions,
                                   manifest=manifest, engine=engine)
         return f(*args, analysis=opts, **kwargs)
 

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafkatx.analysis.cluster_view import cluster_dict
+from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.replicas import ReplicaComparison
@@ -122,6 +123,21 @@ def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
         line += (f", data from {iso_ms(min(firsts))} to {iso_ms(max(lasts))} "
                  f"({duration(max(lasts) - min(firsts))})")
     out.print(line, highlight=False)
+    view = result.coordinator
+    if view is not None and view.partition_count is not None:
+        present = sorted(view.partitions_present)
+        out.print(f"coordinator: {len(present)} {COORDINATOR_TOPIC} partition(s) of "
+                  f"{escape(view.partition_count.describe)}", highlight=False)
+
+
+def coordinator_dict(result: Inspection) -> dict[str, object] | None:
+    """``{"num_partitions", "source", "ids_placed", "ids", "alternatives",
+    "partitions_present"}`` of the coordinator's partitions, None without any."""
+    view = result.coordinator
+    if view is None or view.partition_count is None:
+        return None
+    return {**view.partition_count.to_dict(),
+            "partitions_present": sorted(view.partitions_present)}
 
 
 def replicas_table(comparisons: Sequence[ReplicaComparison]) -> Table:
@@ -212,7 +228,8 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                "problems": list(result.problems),
                "inactive_partitions": inactive_dicts(result),
                "groups": [p.to_dict() for p in attention],
-               "replicas": [c.to_dict() for c in result.replicas]}
+               "replicas": [c.to_dict() for c in result.replicas],
+               "coordinator": coordinator_dict(result)}
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         return

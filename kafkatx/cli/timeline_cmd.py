@@ -27,6 +27,7 @@ from kafkatx.cli.analysis_options import (
     discover_or_fail,
     engine_options,
     scan_bytes,
+    transaction_state_partitions_option,
 )
 from kafkatx.cli.lso_cmd import duration
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
@@ -131,6 +132,7 @@ def _missing(tl: Timeline) -> list[str]:
 @click.option("--now", type=NowParam(), default=None,
               help="The time open transactions are measured against (default: the newest "
                    "timestamp among the evidence).")
+@transaction_state_partitions_option
 @format_option(("table", "jsonl", "html"))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
@@ -138,8 +140,8 @@ def _missing(tl: Timeline) -> list[str]:
 @engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
-                     now: int | None, fmt: str, output: Path | None,
-                     engine: EngineCliOptions) -> None:
+                     now: int | None, transaction_state_partitions: int | None, fmt: str,
+                     output: Path | None, engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
 
     For each transaction (transactional id, producer id, epoch, start): the coordinator's
@@ -158,7 +160,9 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     total = scan_bytes(disc)
     with open_engine(engine.config, input_bytes=total) as runner, \
             ScanProgress(total, enabled=None if runner.name != SPARK else False) as bar:
-        result = runner.inspect(paths, options=AnalysisOptions(now_ms=now),
+        options = AnalysisOptions(now_ms=now,
+                                  transaction_state_partitions=transaction_state_partitions)
+        result = runner.inspect(paths, options=options,
                                 progress=bar.advance, on_partition=bar.partition,
                                 keep_timeline=True, selection=selection)
     tl = result.timeline

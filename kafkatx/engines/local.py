@@ -25,6 +25,7 @@ from kafkatx.analysis.checks import (
     partition_checks,
     segment_checks,
 )
+from kafkatx.analysis.coordinator import CoordinatorView
 from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_report import PartitionReport
@@ -63,6 +64,8 @@ ScanOf = Callable[[Path], SegmentScan]  # a segment's scan by its .log path
 class AnalysisOptions:
     now_ms: int | None = None  # "now" for age-based findings; default: newest timestamp seen
     transaction_timeout_ms: int = 60_000  # the producer default transaction.timeout.ms
+    # transaction.state.log.num.partitions; None: detected from the evidence
+    transaction_state_partitions: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -74,6 +77,7 @@ class Inspection:
     timeline: Timeline | None = None  # with keep_timeline: the transactions joined
     replicas: list[ReplicaComparison] = field(default_factory=list)  # several brokers' copies
     clusters: list[Any] = field(default_factory=list)  # ClusterViews of KRaft metadata logs
+    coordinator: CoordinatorView | None = None  # the __transaction_state partitions replayed
 
     @property
     def total_bytes(self) -> int:
@@ -322,6 +326,7 @@ def start_inspection(
     disc = discover(paths)
     result = Inspection(discovery=disc, problems=list(disc.problems))
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
+                                             num_partitions=options.transaction_state_partitions,
                                              keep_timeline=keep_timeline,
                                              selection=selection or Selection())
     checkpoints: dict[int, tuple[dict, dict]] = {}
@@ -355,6 +360,7 @@ def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspecti
             report.findings.append(f)
     result.findings = rank(result.findings)
     result.timeline = joined.timeline()
+    result.coordinator = joined.view
     return result
 
 

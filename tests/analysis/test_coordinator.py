@@ -315,7 +315,7 @@ def test_wrong_coordinator_partition(coord: Coordinator) -> None:
     coord.put("TesttranId", v(S.EMPTY, 41, 0), partition=3)
     coord.put("TesttranId", v(S.EMPTY, 41, 1), partition=3)
     coord.put("far-away", v(S.EMPTY, 42, 0), partition=60)
-    view = coord.view()
+    view = coord.view(num_partitions=50)
     found = of_kind(view, "wrong_coordinator_partition")
     assert len(found) == 2  # one per id and partition, not per record
     by_id = {f.transactional_id: f for f in found}
@@ -323,6 +323,7 @@ def test_wrong_coordinator_partition(coord: Coordinator) -> None:
     assert "__transaction_state-3, but partitionFor picks partition 48 of 50" in msg
     assert f"Java hashCode {java_string_hashcode('TesttranId')}" in msg
     assert "another partition count" in msg and "misplaced" in msg
+    assert "--transaction-state-partitions" in msg
     assert "has more than 50 partitions" in by_id["far-away"].message
     assert view.histories["TesttranId"].coordinator_partition == 3
     assert not view.covers("TesttranId")
@@ -331,12 +332,12 @@ def test_wrong_coordinator_partition(coord: Coordinator) -> None:
 
 
 def test_wrong_partition_count_is_recognised(coord: Coordinator) -> None:
-    # A cluster with transaction.state.log.num.partitions = 10: read with 50, every misplaced id
-    # agrees with 10.
+    """``TransactionStateManager#partitionFor`` with transaction.state.log.num.partitions = 10,
+    read with 50 given: every misplaced id agrees with 10."""
     ids = [f"app-{i}" for i in range(30)]
     for i, tid in enumerate(ids):
         coord.put(tid, v(S.EMPTY, 100 + i, 0), partition=partition_for(tid, 10))
-    view = coord.view()
+    view = coord.view(num_partitions=50)
     found = of_kind(view, "wrong_coordinator_partition")
     assert found and all("agrees with a partition count of 10" in f.message for f in found)
     assert of_kind(read_coordinator([coord.root], num_partitions=10),

@@ -84,6 +84,7 @@ class Scenario:
     root: Path
     builder: LogDirBuilder = field(init=False)
     parts: dict[tuple[str, int], PartitionBuilder] = field(default_factory=dict)
+    num_partitions: int = 50  # transaction.state.log.num.partitions of the cluster
 
     def __post_init__(self) -> None:
         self.builder = LogDirBuilder(self.root)
@@ -96,7 +97,7 @@ class Scenario:
 
     def coordinator(self, tid: str, values: list[TransactionLogValue | None], *,
                     tombstone_at: int = 0) -> None:
-        p = self.part(TXN_TOPIC, partition_for(tid))
+        p = self.part(TXN_TOPIC, partition_for(tid, self.num_partitions))
         for value in values:
             ts = T0 + tombstone_at if value is None else value.last_update_timestamp_ms
             p.raw(build_batch([Record(
@@ -121,10 +122,11 @@ class Scenario:
         return self.builder.build()
 
     def inspect(self, *, now: int | None = None, paths: list[Path] | None = None,
-                selection: Selection | None = None) -> Inspection:
+                selection: Selection | None = None, **options: object) -> Inspection:
         self.build()
         return inspect_paths(paths or [self.root], keep_timeline=True, selection=selection,
-                             options=AnalysisOptions(now_ms=None if now is None else T0 + now))
+                             options=AnalysisOptions(now_ms=None if now is None else T0 + now,
+                                                     **options))  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -57,11 +57,13 @@ class CoordinatorChecks:
 
     @classmethod
     def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
-                      keep_timeline: bool = False, selection: Selection | None = None
-                      ) -> CoordinatorChecks:
+                      num_partitions: int | None = None, keep_timeline: bool = False,
+                      selection: Selection | None = None) -> CoordinatorChecks:
+        """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected)."""
         pdirs = [p for p in disc.all_partitions() if p.is_live]
         has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
-        view = (coordinator_view(pdirs, now_ms=now_ms, include_segment_damage=False)
+        view = (coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
+                                 include_segment_damage=False)
                 if has_coordinator else None)
         return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
                    keep_timeline=keep_timeline, selection=selection)
