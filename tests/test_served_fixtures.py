@@ -146,7 +146,8 @@ def test_timeout_abort_bumps_the_epoch() -> None:
         ("transaction_timeout_exceeded", "__transaction_state", partition_for("report-writer"))}
     timed_out = by_kind(found, "transaction_timeout_exceeded")
     assert timed_out["transactional_id"] == "report-writer"
-    assert "past its 2s transaction timeout, and fenced epoch 0" in timed_out["message"]
+    assert "past its 2s transaction timeout (deadline " in timed_out["message"]
+    assert "and fenced epoch 0 (its markers carry 1)" in timed_out["message"]
     rows = timeline(path)
     assert [(r["producer_epoch"], r["outcome"], markers(r)) for r in rows] == [
         (0, "committed", {"reports-0": ("COMMIT", 2, 0)}),

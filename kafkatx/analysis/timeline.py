@@ -16,7 +16,8 @@ How the coordinator's records relate to the data, from Kafka's ``TransactionMeta
 - the data of a transaction carries the producer id and epoch of its Ongoing record;
 - PrepareCommit/PrepareAbort carries the epoch the markers are written with: the same under
   transactions v0/v1, one more under v2 (KIP-890: every EndTxn bumps the epoch, so each
-  transaction has its own epoch), and one more again after an epoch fence (a timeout abort);
+  transaction has its own epoch); an epoch fence (a timeout abort, InitProducerId while Ongoing)
+  adds one under v0/v1, and under v2 none since KAFKA-19367 (one before it);
 - markers go to every partition of the set, with the Prepare record's producer id and epoch and
   the coordinator epoch; Complete* is written once they all were (partitions whose leader is
   unknown are dropped from the set: the topic is taken as deleted);
@@ -245,14 +246,6 @@ class CoordinatorTransaction:
     @property
     def last_step(self) -> CoordinatorStep:
         return self.steps[-1]
-
-    @property
-    def fenced(self) -> bool:
-        """Aborted after an epoch fence (a timeout, or InitProducerId while Ongoing): the
-        Prepare epoch is one above what EndTxn alone gives."""
-        if self.decision != ABORT or self.marker_epoch is None or self.data_epoch is None:
-            return False
-        return self.marker_epoch == self.data_epoch + (2 if self.tv2 else 1)
 
     def data_epochs(self) -> set[int]:
         """Epochs the transaction's data may carry (empty: unknown)."""

@@ -22,6 +22,7 @@ from dataclasses import replace
 from kafkatx.analysis.checks.transactions import abort_command
 from kafkatx.analysis.findings import ERROR, WARNING, Finding
 from kafkatx.analysis.timeline import (
+    ABORT,
     COMMIT,
     COORDINATOR_TOPIC,
     HANGING,
@@ -126,29 +127,41 @@ def missing_marker(mm: MissingMarker, *, path: str) -> Finding:
 
 def transaction_timeout(c: CoordinatorTransaction, *, now_ms: int, is_current: bool
                         ) -> Finding | None:
-    """A timeout abort (an epoch fence after the timeout), or an Ongoing transaction past it."""
+    """An abort decided after the transaction's deadline, or an Ongoing transaction past it.
+
+    Decided from the coordinator's timestamps, as ``TransactionStateManager#timedOutTransactions``
+    does (Ongoing and ``txnStartTimestamp + txnTimeoutMs < now``): the PrepareAbort value's
+    ``txnLastUpdateTimestamp`` is the time of the abort. Not from the epochs: the fence of
+    ``TransactionCoordinator#abortTimedOutTransactions`` bumps the epoch once under transactions
+    v0/v1, twice under v2 before KAFKA-19367 and once after it, which is also what a v2 client's
+    own abort does."""
     start = c.start_timestamp_ms
     if start < 0:
         return None
     timeout = duration(c.timeout_ms)
-    if c.fenced and c.prepare is not None:
+    deadline = start + c.timeout_ms
+    if c.decision == ABORT and c.prepare is not None:
         took = c.prepare.timestamp_ms - start
         if took <= c.timeout_ms:
-            return None  # fenced by a new producer instance (InitProducerId), not by a timeout
+            return None  # aborted in time: by its producer, or fenced by a new instance
         step = c.prepare
         message = (f"{c.describe()}: the coordinator aborted it {duration(took)} after it "
-                   f"started, past its {timeout} transaction timeout, and fenced epoch "
-                   f"{c.data_epoch} ({c.prepare.describe(where=False)}); the producer must "
-                   "re-initialize")
+                   f"started, past its {timeout} transaction timeout (deadline {iso(deadline)};"
+                   f" {c.prepare.describe(where=False)})")
+        if (c.marker_epoch is not None and c.data_epoch is not None
+                and c.marker_epoch > c.data_epoch):
+            message += (f", and fenced epoch {c.data_epoch} (its markers carry "
+                        f"{c.marker_epoch}); the producer must re-initialize")
     elif is_current and c.prepare is None and not c.closed:
         age = now_ms - start
         if age <= c.timeout_ms:
             return None
         step = c.last_step
         message = (f"{c.describe()} is still {c.state} {duration(age)} after it started "
-                   f"({iso(start)}), past its {timeout} transaction timeout: a running "
-                   "coordinator aborts it within seconds, so the coordinator was not running, "
-                   "or the copy of its log stops before the abort")
+                   f"({iso(start)}), past its {timeout} transaction timeout (deadline "
+                   f"{iso(deadline)}): a running coordinator aborts it within seconds "
+                   "(transaction.abort.timed.out.transaction.cleanup.interval.ms), so the "
+                   "coordinator was not running, or the copy of its log stops before the abort")
     else:
         return None
     return Finding(kind="transaction_timeout_exceeded", topic=COORDINATOR_TOPIC,
