@@ -27,6 +27,9 @@ CORRUPT = FIX / "corrupt"
 FIXTURE_DIRS = [LOGDIR, CORRUPT, FIX / "legacy"]
 NOW = "2025-11-21T05:00:00Z"
 NOW_MS = "1763701200000"  # the same instant
+LATER = "2025-11-21T05:10:00Z"  # ledger-writer's last write is then over 15 minutes old
+LATER_MS = "1763701800000"
+SHORT = ("--max-transaction-timeout-ms", "60000")  # judge after the 60 s transaction timeout
 ABORT = ("kafka-transactions.sh --bootstrap-server <broker:9092> abort --topic payments "
          "--partition 0 --start-offset 19")
 
@@ -171,8 +174,12 @@ def test_inspect_json_contract() -> None:
     assert errors == [("hanging_transaction", "ledger-writer")]
 
 
-@pytest.mark.parametrize("now", [NOW, NOW_MS])
+@pytest.mark.parametrize("now", [LATER, LATER_MS])
 def test_inspect_now_turns_the_hanging_transaction_into_lso_pinned(now: str) -> None:
+    """``TransactionsCommand`` find-hanging: judged once the last write is older than 15
+    minutes (its ``--max-transaction-timeout`` default); ledger-writer last wrote at 04:46:01."""
+    assert not [f for f in run_json("inspect", "--now", NOW, LOGDIR)["findings"]
+                if f["kind"] == "lso_pinned"]
     doc = run_json("inspect", "--now", now, LOGDIR)
     pinned = [f for f in doc["findings"] if f["kind"] == "lso_pinned"]
     assert len(pinned) == 1
@@ -187,7 +194,7 @@ def test_inspect_now_turns_the_hanging_transaction_into_lso_pinned(now: str) -> 
 
 
 def test_inspect_table_is_one_screen_with_remediation() -> None:
-    proc = run("inspect", "--now", NOW, LOGDIR)
+    proc = run("inspect", "--now", NOW, *SHORT, LOGDIR)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "partitions: 6, segments: 7" in out
@@ -204,12 +211,21 @@ def test_inspect_table_is_one_screen_with_remediation() -> None:
     assert "4003/7@19 (13m58s)" in out  # age against --now
 
 
-def test_transaction_timeout_decides_what_is_pinned() -> None:
-    # open about 14 minutes at NOW: a one-hour timeout leaves it a plain open transaction (the
-    # coordinator's log still says it is hanging, whatever the age)
-    doc = run_json("inspect", "--now", NOW, "--transaction-timeout-ms", "3600000", LOGDIR)
+@pytest.mark.parametrize(("args", "pinned"), [
+    ((), False),  # last write 14 minutes before NOW: not yet past find-hanging's 15 minutes
+    (SHORT, True),  # max(60 s recorded in __transaction_state, 60 s) is past
+    (("--max-transaction-timeout-ms", "3600000", "--now", LATER), False),
+    # __transaction_state records 60 s for ledger-writer: the assumed timeout does not apply
+    (("--transaction-timeout-ms", "3600000", *SHORT), True),
+])
+def test_the_threshold_decides_what_is_pinned(args: tuple[str, ...], pinned: bool) -> None:
+    """``TransactionsCommand`` find-hanging's threshold: the larger of the transaction's timeout
+    and ``--max-transaction-timeout-ms``, against the last write (the coordinator's log says it
+    is hanging whatever the age)."""
+    doc = run_json("inspect", "--now", NOW, *args, LOGDIR)
     assert [f["kind"] for f in doc["findings"] if f["partition"] == 0
-            and f["topic"] == "payments"] == ["hanging_transaction", "open_transaction"]
+            and f["topic"] == "payments"] == ["hanging_transaction",
+                                              "lso_pinned" if pinned else "open_transaction"]
 
 
 def test_transaction_state_partitions_detected_or_given(tmp_path: Path) -> None:
@@ -295,7 +311,7 @@ def test_verify_fails_on_errors() -> None:
     assert m and int(m.group(1)) >= 3
     doc = run_json("verify", CORRUPT, expect=1)
     assert doc["ok"] is False and doc["summary"]["errors"] == int(m.group(1))
-    pinned = run("verify", "--now", NOW, LOGDIR)  # the hanging transaction is now an error
+    pinned = run("verify", "--now", LATER, LOGDIR)  # the hanging transaction is now an error
     assert pinned.returncode == 1 and "lso_pinned" in pinned.stdout
 
 
@@ -335,6 +351,7 @@ def test_file_instead_of_directory_is_one_line() -> None:
     ["inspect", "--now", "yesterday", str(LOGDIR)],
     ["verify", "--now", "1763701200", str(LOGDIR)],  # seconds, not milliseconds
     ["lso", "--transaction-timeout-ms", "0", str(LOGDIR)],
+    ["inspect", "--max-transaction-timeout-ms", "0", str(LOGDIR)],
     ["verify", "--transaction-state-partitions", "0", str(LOGDIR)],
     ["timeline", "--transaction-state-partitions", "x", str(LOGDIR)],
 ])

@@ -23,6 +23,7 @@ from tests.readonly import assert_unchanged, snapshot_tree
 ROOT = Path(__file__).resolve().parent.parent
 LOGDIR = ROOT / "fixtures" / "logdir"
 NOW = "2025-11-21T05:00:00Z"
+LATER = "2025-11-21T05:10:00Z"  # ledger-writer's last write over 15 minutes old: lso_pinned
 ABORT = ("kafka-transactions.sh --bootstrap-server <broker:9092> abort --topic payments "
          "--partition 0 --start-offset 19")
 CONTRACT = {"transactional_id", "producer_id", "producer_epoch", "outcome", "start_timestamp_ms",
@@ -230,7 +231,7 @@ def test_jsonl_to_a_file(tmp_path: Path) -> None:
 
 
 def test_inspect_puts_the_hanging_transaction_first() -> None:
-    proc = run("inspect", "--now", NOW, LOGDIR, "--format", "json")
+    proc = run("inspect", "--now", LATER, LOGDIR, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     findings = json.loads(proc.stdout)["findings"]
     head = findings[0]
@@ -241,7 +242,7 @@ def test_inspect_puts_the_hanging_transaction_first() -> None:
     assert pinned["transactional_id"] == "ledger-writer" and pinned["remediation"] == ABORT
     assert pinned["message"].endswith("(see hanging_transaction)")
     assert not [f for f in findings if f["kind"] == "open_transaction"]
-    table = run("inspect", "--now", NOW, LOGDIR)
+    table = run("inspect", "--now", LATER, LOGDIR)
     errors = [ln for ln in table.stdout.splitlines() if ln.startswith("error")]
     assert re.match(r"error\s+hanging_transaction payments-0 offset 19: ledger-writer", errors[0])
     assert re.match(r"error\s+lso_pinned payments-0 offset 19", errors[1])

@@ -47,7 +47,8 @@ KINDS: dict[str, FindingKind] = {
         WARNING, "a marker for a producer never seen in this partition"),
     "unexpected_control_batch": FindingKind(WARNING, "a non-transaction control batch in data"),
     "open_transaction": FindingKind(WARNING, "a transaction with no marker yet"),
-    "lso_pinned": FindingKind(ERROR, "an open transaction older than its timeout holds the LSO"),
+    "lso_pinned": FindingKind(
+        ERROR, "an open transaction idle past find-hanging's threshold holds the LSO"),
     "high_watermark_beyond_log_end": FindingKind(
         WARNING, "the checkpointed high watermark is above the log end offset"),
     # Several brokers' copies of a partition

@@ -401,6 +401,7 @@ class PartitionEvidence:
     min_timestamp: int  # -1: no timestamps
     max_timestamp: int
     now_ms: int  # for ages: --now, else the newest timestamp among this log and the coordinator's
+    max_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
 
 
 class TransactionJoin:
@@ -643,10 +644,11 @@ class TransactionJoin:
         own = [r for r in h.records if r.partition == h.coordinator_partition] or h.records
         last = own[-1]
         step = CoordinatorStep.of(last)
-        age = ev.now_ms - txn.last_timestamp
+        age = ev.now_ms - txn.last_timestamp  # TransactionsCommand: from the last write
         value = last.value
         timeout = value.transaction_timeout_ms if value is not None else None
-        older = timeout is not None and age > timeout
+        threshold = None if timeout is None else max(timeout, ev.max_timeout_ms)
+        older = threshold is not None and age > threshold
         if value is None:
             v.status, v.moved_on = HANGING, step
             v.reason = (f"the coordinator expired transactional id {h.transactional_id} "
@@ -669,12 +671,15 @@ class TransactionJoin:
             what = (f"the coordinator's current transaction ({step.describe()}, partitions "
                     f"{parts}) does not include {tp_name(v.tp)}")
             if older:
+                assert threshold is not None
                 v.status, v.moved_on = HANGING, step
-                v.reason = (f"{what}, and the data is {duration(age)} old, more than the "
-                            f"{duration(value.transaction_timeout_ms)} transaction timeout")
+                v.reason = (f"{what}, and its last write is {duration(age)} old, more than "
+                            f"{duration(threshold)} (the larger of its "
+                            f"{duration(value.transaction_timeout_ms)} transaction timeout and "
+                            "--max-transaction-timeout-ms)")
             else:
                 v.status = PENDING
-                v.reason = f"{what} (yet: the data is only {duration(age)} old)"
+                v.reason = f"{what} (yet: its last write is only {duration(age)} old)"
         elif step.timestamp_ms + SKEW_MS >= txn.last_timestamp or older:
             v.status, v.moved_on = HANGING, step
             v.certain = step.timestamp_ms + SKEW_MS >= txn.last_timestamp

@@ -24,6 +24,7 @@ from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 from kafkatx.storage.manifest import Manifest, recording
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
+DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # find-hanging's --max-transaction-timeout (15 min)
 _EARLIEST_PLAUSIBLE_MS = 10**11  # 1973: smaller "epoch ms" values are seconds given by mistake
 
 
@@ -149,6 +150,7 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
 class AnalysisCliOptions:
     now_ms: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     transaction_state_partitions: int | None = None
     manifest: Path | None = None
     engine: EngineCliOptions = EngineCliOptions()
@@ -157,8 +159,17 @@ class AnalysisCliOptions:
     def engine_options(self) -> AnalysisOptions:
         return AnalysisOptions(now_ms=self.now_ms,
                                transaction_timeout_ms=self.transaction_timeout_ms,
+                               max_transaction_timeout_ms=self.max_transaction_timeout_ms,
                                transaction_state_partitions=self.transaction_state_partitions)
 
+
+max_transaction_timeout_option = click.option(
+    "--max-transaction-timeout-ms", "max_transaction_timeout_ms", type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, show_default=True, metavar="N",
+    help="As kafka-transactions.sh find-hanging's --max-transaction-timeout (15 minutes): an "
+         "open transaction is judged (lso_pinned, hanging) only once its last write is older "
+         "than the larger of this and its transaction timeout (the one __transaction_state "
+         "recorded, else --transaction-timeout-ms).")
 
 transaction_state_partitions_option = click.option(
     "--transaction-state-partitions", "transaction_state_partitions",
@@ -176,8 +187,10 @@ _OPTIONS = (
                       "in each partition's log (the copy may be old)."),
     click.option("--transaction-timeout-ms", type=click.IntRange(min=1),
                  default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
-                 help="The producers' transaction.timeout.ms (the producer default is 60000): "
-                      "an open transaction older than this is reported as lso_pinned."),
+                 help="The producers' transaction.timeout.ms (the producer default is "
+                      "60000), assumed for a transaction __transaction_state has no record of; "
+                      "see --max-transaction-timeout-ms."),
+    max_transaction_timeout_option,
     transaction_state_partitions_option,
     click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
                  metavar="FILE",
@@ -187,16 +200,18 @@ _OPTIONS = (
 
 
 def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--now``, ``--transaction-timeout-ms``, ``--transaction-state-partitions``,
+    """Add ``--now``, ``--transaction-timeout-ms``, ``--max-transaction-timeout-ms``,
+    ``--transaction-state-partitions``,
     ``--manifest`` and the engine options
     (:func:`engine_options`); the command receives them as one ``analysis: AnalysisCliOptions``
     keyword."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
-                transaction_state_partitions: int | None, manifest: Path | None,
-                engine: EngineCliOptions, **kwargs: Any) -> Any:
+                max_transaction_timeout_ms: int, transaction_state_partitions: int | None,
+                manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
         opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
+                                  max_transaction_timeout_ms=max_transaction_timeout_ms,
                                   transaction_state_partitions=transaction_state_partitions,
                                   manifest=manifest, engine=engine)
         return f(*args, analysis=opts, **kwargs)

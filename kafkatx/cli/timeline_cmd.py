@@ -26,6 +26,7 @@ from kafkatx.cli.analysis_options import (
     NowParam,
     discover_or_fail,
     engine_options,
+    max_transaction_timeout_option,
     scan_bytes,
     transaction_state_partitions_option,
 )
@@ -132,6 +133,7 @@ def _missing(tl: Timeline) -> list[str]:
 @click.option("--now", type=NowParam(), default=None,
               help="The time open transactions are measured against (default: the newest "
                    "timestamp among the evidence).")
+@max_transaction_timeout_option
 @transaction_state_partitions_option
 @format_option(("table", "jsonl", "html"))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -140,7 +142,8 @@ def _missing(tl: Timeline) -> list[str]:
 @engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
-                     now: int | None, transaction_state_partitions: int | None, fmt: str,
+                     now: int | None, max_transaction_timeout_ms: int,
+                     transaction_state_partitions: int | None, fmt: str,
                      output: Path | None, engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
 
@@ -161,6 +164,7 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     with open_engine(engine.config, input_bytes=total) as runner, \
             ScanProgress(total, enabled=None if runner.name != SPARK else False) as bar:
         options = AnalysisOptions(now_ms=now,
+                                  max_transaction_timeout_ms=max_transaction_timeout_ms,
                                   transaction_state_partitions=transaction_state_partitions)
         result = runner.inspect(paths, options=options,
                                 progress=bar.advance, on_partition=bar.partition,

@@ -64,6 +64,9 @@ ScanOf = Callable[[Path], SegmentScan]  # a segment's scan by its .log path
 class AnalysisOptions:
     now_ms: int | None = None  # "now" for age-based findings; default: newest timestamp seen
     transaction_timeout_ms: int = 60_000  # the producer default transaction.timeout.ms
+    # An open transaction is judged once its last write is older than max(its timeout, this):
+    # kafka-transactions.sh find-hanging's --max-transaction-timeout (15 minutes)
+    max_transaction_timeout_ms: int = 900_000
     # transaction.state.log.num.partitions; None: detected from the evidence
     transaction_state_partitions: int | None = None
 
@@ -229,6 +232,7 @@ def analyze_partition(
         snapshot_replay_offset=snap_offset,
         now_ms=options.now_ms if options.now_ms is not None else replay.max_timestamp,
         transaction_timeout_ms=options.transaction_timeout_ms,
+        max_transaction_timeout_ms=options.max_transaction_timeout_ms,
     )
     for check in partition_checks():
         findings.extend(check(pctx))
@@ -327,6 +331,7 @@ def start_inspection(
     result = Inspection(discovery=disc, problems=list(disc.problems))
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
                                              num_partitions=options.transaction_state_partitions,
+                                             max_timeout_ms=options.max_transaction_timeout_ms,
                                              keep_timeline=keep_timeline,
                                              selection=selection or Selection())
     checkpoints: dict[int, tuple[dict, dict]] = {}

@@ -113,7 +113,8 @@ def slim_context(ctx: PartitionContext) -> PartitionContext:
                             replay=replay, stable=ctx.stable,
                             log_start_offset=ctx.log_start_offset,
                             log_end_offset=ctx.log_end_offset, now_ms=ctx.now_ms,
-                            transaction_timeout_ms=ctx.transaction_timeout_ms)
+                            transaction_timeout_ms=ctx.transaction_timeout_ms,
+                            max_transaction_timeout_ms=ctx.max_transaction_timeout_ms)
 
 
 def _analyze_group(options: AnalysisOptions) -> Callable[[pa.Table, pa.Table], pa.Table]:

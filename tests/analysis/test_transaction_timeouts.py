@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkatx.analysis.coordinator import TOPIC as TXN_TOPIC
+from kafkatx.analysis.findings import ERROR, WARNING
 from tests.analysis.test_timeline import S, Scenario, of_kind, rows_of, v
 
 
@@ -96,3 +97,138 @@ def test_timeout_abort_on_a_compacted_coordinator_log(sc: Scenario, ctv: int) ->
     assert timeout.transactional_id == "cleaned"
     assert "aborted it 3m19s after it started, past its 2m00s transaction timeout" in (
         timeout.message)
+
+
+# ---------------------------------------------------------------------------------------------
+# lso_pinned as TransactionsCommand find-hanging judges it
+
+MIN = 60_000
+WATCH = "watch, do not abort: kafka-transactions.sh --bootstrap-server <broker:9092> describe"
+
+
+def live_transaction(sc: Scenario, *, timeout: int = 60_000, state: S = S.ONGOING,
+                     parts: dict[str, list[int]] | None = None) -> None:
+    """live-writer (7701/3) writes x-0 from 1 s to 2 s; the coordinator's last record of it is
+    ``state`` with ``parts`` (copied mid-transaction: no marker yet)."""
+    parts = parts or {"x": [0]}
+    sc.coordinator("live-writer", [v(state, 7701, 3, parts, 1_000, 1_000, timeout=timeout)])
+    p = sc.part("x", 0)
+    p.data(n=1, at=sc_t(500)).data(pid=7701, epoch=3, n=2, txn=True, at=sc_t(1_000))
+    p.data(pid=7701, epoch=3, n=1, txn=True, at=sc_t(2_000))
+
+
+def pinned_or_open(findings: list) -> object:
+    (f,) = [f for f in findings if f.kind in ("open_transaction", "lso_pinned")]
+    return f
+
+
+def test_running_transaction_past_the_threshold_is_a_warning_without_abort(sc: Scenario
+                                                                            ) -> None:
+    """``TransactionsCommand#filterHangingTransactions``: a partition ``DescribeTransactions``
+    lists (Ongoing with x-0) is not hanging, whatever its age; the coordinator would have
+    aborted it at ``txnStartTimestamp + txnTimeoutMs`` (``timedOutTransactions``)."""
+    live_transaction(sc)
+    result = sc.inspect(now=20 * MIN)
+    f = pinned_or_open(result.findings)
+    assert (f.kind, f.level, f.transactional_id) == ("lso_pinned", WARNING, "live-writer")
+    assert f.remediation is not None and f.remediation.startswith(WATCH)
+    assert "abort --topic" not in f.remediation
+    assert "--transactional-id live-writer (expect it to end by 2025-11-21T04:41:01.000Z)" in (
+        f.remediation)
+    assert "last write 19m58s ago" in f.message
+    assert "not hanging: the coordinator has it Ongoing with x-0 since" in f.message
+    assert "deadline 2025-11-21T04:41:01.000Z" in f.message and "passed" in f.message
+    assert not of_kind(result.findings, "hanging_transaction")
+    assert of_kind(result.findings, "transaction_timeout_exceeded")
+
+
+def test_recorded_timeout_above_fifteen_minutes_raises_the_threshold(sc: Scenario) -> None:
+    """find-hanging's threshold is max(the transaction's timeout, --max-transaction-timeout):
+    a one-hour timeout in ``__transaction_state`` (``TransactionLogValue.transactionTimeoutMs``)
+    keeps a 20-minute-idle transaction a plain open one."""
+    live_transaction(sc, timeout=60 * MIN)
+    result = sc.inspect(now=20 * MIN)
+    f = pinned_or_open(result.findings)
+    assert (f.kind, f.remediation) == ("open_transaction", None)
+    assert "the coordinator has it Ongoing with x-0" in f.message
+    at_two_hours = pinned_or_open(sc.inspect(now=120 * MIN).findings)
+    assert (at_two_hours.kind, at_two_hours.level) == ("lso_pinned", WARNING)
+    assert "its 60m00s transaction timeout in __transaction_state" in at_two_hours.message
+
+
+def test_decided_transaction_waiting_for_its_marker_is_watched(sc: Scenario) -> None:
+    """``TransactionStateManager`` resends the markers of PrepareCommit on load: the partition
+    is still listed by ``DescribeTransactions``, so not hanging."""
+    live_transaction(sc, state=S.PREPARE_COMMIT)
+    result = sc.inspect(now=20 * MIN)
+    f = pinned_or_open(result.findings)
+    assert (f.kind, f.level) == ("lso_pinned", WARNING)
+    assert "not hanging: the coordinator decided to commit it" in f.message
+    assert f.remediation is not None and f.remediation.startswith(WATCH)
+    assert of_kind(result.findings, "stuck_prepare")
+
+
+def test_without_a_coordinator_log_the_threshold_decides(sc: Scenario) -> None:
+    """No ``__transaction_state`` in the copy: find-hanging's candidate rule alone
+    (``now - lastTimestamp > maxTransactionTimeoutMs``), and the message says the coordinator's
+    view is unknown."""
+    p = sc.part("x", 0)
+    p.data(pid=7702, epoch=0, n=2, txn=True, at=sc_t(1_000))
+    young = pinned_or_open(sc.inspect(now=10 * MIN).findings)
+    assert young.kind == "open_transaction"
+    old = pinned_or_open(sc.inspect(now=20 * MIN).findings)
+    assert (old.kind, old.level) == ("lso_pinned", ERROR)
+    assert "no __transaction_state partition among the evidence" in old.message
+    assert "confirm with kafka-transactions.sh find-hanging before aborting" in old.message
+    assert old.remediation is not None and "abort --topic x --partition 0" in old.remediation
+    short = pinned_or_open(sc.inspect(now=10 * MIN, max_transaction_timeout_ms=MIN).findings)
+    assert short.kind == "lso_pinned"
+
+
+def test_age_is_measured_from_the_last_write(sc: Scenario) -> None:
+    """``TransactionsCommand``: ``currentTimeMs - producerState.lastTimestamp()``; a
+    transaction begun 30 minutes ago that wrote 5 minutes ago is not a candidate."""
+    p = sc.part("x", 0)
+    p.data(pid=7703, epoch=0, n=1, txn=True, at=sc_t(0))
+    p.data(pid=7703, epoch=0, n=1, txn=True, at=sc_t(25 * MIN))
+    f = pinned_or_open(sc.inspect(now=30 * MIN).findings)
+    assert f.kind == "open_transaction" and "open for 30m00s, last write 5m00s ago" in f.message
+
+
+def test_partition_outside_the_current_transaction_hangs_only_past_the_threshold(
+        sc: Scenario) -> None:
+    """``filterHangingTransactions``: data of the coordinator's current producer and epoch in a
+    partition its Ongoing transaction does not list is hanging, once a candidate (last write
+    older than max(timeout, --max-transaction-timeout))."""
+    sc.coordinator("narrow", [v(S.ONGOING, 7704, 1, {"x": [1]}, 1_000, 1_000)])
+    sc.part("x", 0).data(pid=7704, epoch=1, n=2, txn=True, at=sc_t(1_100))
+    sc.part("x", 1).data(pid=7704, epoch=1, n=1, txn=True, at=sc_t(1_200))
+    early = sc.inspect(now=5 * MIN)
+    assert not of_kind(early.findings, "hanging_transaction")
+    late = sc.inspect(now=20 * MIN)
+    (hang,) = of_kind(late.findings, "hanging_transaction")
+    assert (hang.partition, hang.transactional_id) == (0, "narrow")
+    assert "more than 15m00s (the larger of its 60s transaction timeout" in hang.message
+
+
+def test_compacted_coordinator_and_a_copy_cut_mid_batch(sc: Scenario) -> None:
+    """Aged evidence: ``__transaction_state`` cleaned (``LogCleaner`` kept the id's last value,
+    Ongoing, at its original offset) and the data segment copied while a batch was being
+    appended (a truncated tail, ``LogSegment#recover`` would cut it): still running, not
+    hanging, no abort command."""
+    from tests.analysis.test_partition_count import put_compacted
+
+    put_compacted(sc, "live-writer", [(41, v(S.ONGOING, 7701, 3, {"x": [0]}, 1_000, 1_000))])
+    p = sc.part("x", 0)
+    p.data(pid=7701, epoch=3, n=2, txn=True, at=sc_t(1_000))
+    root = sc.build()
+    log = root / "x-0" / "00000000000000000000.log"
+    whole = log.read_bytes()
+    with log.open("ab") as out:
+        out.write(whole[: len(whole) // 2])  # the head of a batch being written
+    result = sc.inspect(now=20 * MIN)
+    assert of_kind(result.findings, "truncated_batch")
+    f = pinned_or_open(result.findings)
+    assert (f.kind, f.level, f.transactional_id) == ("lso_pinned", WARNING, "live-writer")
+    assert f.remediation is not None and f.remediation.startswith(WATCH)
+    assert not of_kind(result.findings, "hanging_transaction")

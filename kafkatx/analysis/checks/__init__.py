@@ -73,6 +73,7 @@ class PartitionContext:
     snapshot_replay_offset: int | None = None
     now_ms: int = -1  # --now, else the newest timestamp in the log
     transaction_timeout_ms: int = 60_000
+    max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
 
 
 SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]

@@ -12,6 +12,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.transactions import open_finding
 from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.findings import Finding
@@ -19,6 +20,7 @@ from kafkatx.analysis.timeline import (
     COORDINATOR_TOPIC,
     HANGING,
     ORPHAN,
+    PENDING,
     CoordinatorTransaction,
     DataVerdict,
     PartitionJoin,
@@ -27,6 +29,7 @@ from kafkatx.analysis.timeline import (
     TimelineBuilder,
     TopicPartition,
     TransactionJoin,
+    duration,
     iso,
     tp_name,
 )
@@ -44,8 +47,9 @@ class CoordinatorChecks:
 
     def __init__(self, view: CoordinatorView | None, *, present: set[TopicPartition],
                  now_ms: int | None = None, keep_timeline: bool = False,
-                 selection: Selection | None = None) -> None:
+                 selection: Selection | None = None, max_timeout_ms: int = 900_000) -> None:
         self.view = view
+        self.max_timeout_ms = max_timeout_ms
         self.join = TransactionJoin(view)
         self.now_ms = now_ms
         self.newest_ms = view.newest_timestamp_ms if view is not None else -1
@@ -58,15 +62,18 @@ class CoordinatorChecks:
     @classmethod
     def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
                       num_partitions: int | None = None, keep_timeline: bool = False,
-                      selection: Selection | None = None) -> CoordinatorChecks:
-        """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected)."""
+                      selection: Selection | None = None, max_timeout_ms: int = 900_000
+                      ) -> CoordinatorChecks:
+        """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected);
+        ``max_timeout_ms``: ``--max-transaction-timeout-ms``."""
         pdirs = [p for p in disc.all_partitions() if p.is_live]
         has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
         view = (coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
                                  include_segment_damage=False)
                 if has_coordinator else None)
         return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
-                   keep_timeline=keep_timeline, selection=selection)
+                   keep_timeline=keep_timeline, selection=selection,
+                   max_timeout_ms=max_timeout_ms)
 
     # -- per partition -----------------------------------------------------------------------
 
@@ -79,7 +86,7 @@ class CoordinatorChecks:
         self.newest_ms = max(self.newest_ms, replay.max_timestamp)
         now = self.now_ms if self.now_ms is not None else max(
             ctx.now_ms, self.view.newest_timestamp_ms if self.view is not None else -1)
-        ev = evidence.partition_evidence(ctx, now_ms=now)
+        ev = evidence.partition_evidence(ctx, now_ms=now, max_timeout_ms=self.max_timeout_ms)
         pj = self.join.join_partition(ev)
         lso = ctx.stable.last_stable_offset
         new: list[tuple[Finding, DataVerdict | None, CoordinatorTransaction | None]] = []
@@ -97,11 +104,44 @@ class CoordinatorChecks:
         for mm in pj.missing:
             new.append((rules.missing_marker(mm, path=ctx.path), None, mm.coordinator))
         at = {(v.txn.producer_id, v.txn.first_offset): v for v in pj.verdicts}
-        out = [rules.amend(f, at.get((f.producer_id, f.offset)), self._owner(f))
+        out = [rules.amend(self._judge_open(f, at.get((f.producer_id, f.offset)), ctx),
+                           at.get((f.producer_id, f.offset)), self._owner(f))
                for f in findings]
         if self.builder is not None:
             self._keep(pdir, ctx, pj, out, new)
         return out + [f for f, _, _ in new]
+
+    def _judge_open(self, f: Finding, v: DataVerdict | None, ctx: PartitionContext) -> Finding:
+        """``open_transaction``/``lso_pinned`` judged again with what the coordinator says, as
+        ``TransactionsCommand`` ``find-hanging`` does: the threshold is the larger of the
+        transaction's recorded timeout and ``--max-transaction-timeout-ms``, and a transaction
+        the coordinator still has Ongoing/Prepare* with this partition is no abort case."""
+        if v is None or f.kind not in ("open_transaction", "lso_pinned"):
+            return f
+        recorded = self._recorded_timeout(v)
+        if recorded is not None:
+            f = open_finding(ctx, v.txn, threshold_ms=max(recorded, self.max_timeout_ms),
+                             timeout_said=f"its {duration(recorded)} transaction timeout in "
+                                          f"{COORDINATOR_TOPIC}")
+        if f.kind != "lso_pinned":
+            return f
+        if v.status == PENDING:
+            return rules.still_running(f, v, now_ms=ctx.now_ms)
+        if self.view is None:
+            return rules.without_coordinator(f)
+        return f
+
+    def _recorded_timeout(self, v: DataVerdict) -> int | None:
+        """The transaction timeout ``__transaction_state`` recorded for ``v``'s transaction."""
+        if v.coordinator is not None:
+            return v.coordinator.timeout_ms
+        if self.view is None or v.transactional_id is None:
+            return None
+        h = self.view.histories.get(v.transactional_id)
+        current = h.current if h is not None else None
+        if current is None or current.producer_id != v.txn.producer_id:
+            return None
+        return current.transaction_timeout_ms
 
     def _owner(self, f: Finding) -> str | None:
         return None if f.producer_id is None else self.join.owner(f.producer_id)

@@ -33,14 +33,15 @@ from kafkatx.storage.files import open_bytes
 _LONE = ("empty_transaction", "marker_without_transaction")
 
 
-def partition_evidence(ctx: PartitionContext, *, now_ms: int) -> PartitionEvidence:
+def partition_evidence(ctx: PartitionContext, *, now_ms: int,
+                       max_timeout_ms: int = 900_000) -> PartitionEvidence:
     replay = ctx.replay
     markers = [m for m in map(marker_from, replay.transactions) if m is not None]
     markers.extend(lone_markers(ctx))
     return PartitionEvidence(
         topic=ctx.topic, partition=ctx.partition, transactions=list(replay.transactions),
         markers=markers, min_timestamp=replay.min_timestamp, max_timestamp=replay.max_timestamp,
-        now_ms=now_ms)
+        now_ms=now_ms, max_timeout_ms=max_timeout_ms)
 
 
 def lone_markers(ctx: PartitionContext) -> Iterator[Marker]:

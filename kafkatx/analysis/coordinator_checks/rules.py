@@ -181,11 +181,59 @@ def amend(f: Finding, verdict: DataVerdict | None, transactional_id: str | None)
         elif verdict.status == ORPHAN and verdict.certain:
             message += ("; no transactional id owns its producer: no marker will ever close it "
                         "(see orphan_transaction)")
-        elif verdict.status == PENDING and verdict.reason:
+        elif verdict.status == PENDING and verdict.reason and f.kind == "open_transaction":
             message += f"; {verdict.reason}"
     if tid == f.transactional_id and message == f.message:
         return f
     return replace(f, transactional_id=tid, message=message)
+
+
+def describe_command(transactional_id: str | None) -> str:
+    if transactional_id is None:
+        return ("kafka-transactions.sh --bootstrap-server <broker:9092> find-hanging "
+                "--broker-id <leader>")
+    return ("kafka-transactions.sh --bootstrap-server <broker:9092> describe "
+            f"--transactional-id {transactional_id}")
+
+
+def still_running(f: Finding, v: DataVerdict, *, now_ms: int) -> Finding:
+    """``lso_pinned`` of a transaction the coordinator still has Ongoing or Prepare* with this
+    partition: not hanging (``TransactionsCommand`` ``find-hanging`` keeps only partitions
+    ``DescribeTransactions`` does not list), so a warning with what to watch, never an abort:
+    aborting a running transaction behind its coordinator's back breaks it."""
+    c = v.coordinator
+    where = tp_name(v.tp)
+    watch = f"watch, do not abort: {describe_command(v.transactional_id)}"
+    if c is not None and c.prepare is not None:
+        verb = "commit" if c.decision == COMMIT else "abort"
+        what = (f"the coordinator decided to {verb} it ({c.prepare.describe()}) and sends its "
+                f"{c.decision} marker to {where} again whenever a coordinator loads "
+                f"{COORDINATOR_TOPIC}-{c.prepare.partition}: watch the LSO of {where} move and "
+                "see stuck_prepare if it does not")
+    elif c is not None and c.start_timestamp_ms >= 0:
+        deadline = c.start_timestamp_ms + c.timeout_ms
+        what = (f"the coordinator has it {c.state} with {where} since "
+                f"{iso(c.start_timestamp_ms)}: its producer can still commit or abort it, and "
+                f"the coordinator aborts it at its deadline {iso(deadline)} (start + its "
+                f"{duration(c.timeout_ms)} timeout)")
+        if 0 <= deadline < now_ms:
+            what += (f"; that deadline passed {duration(now_ms - deadline)} ago: a running "
+                     "coordinator aborts it within seconds, so check that the leader of "
+                     f"{COORDINATOR_TOPIC}-{c.coordinator_partition} is up (see "
+                     "transaction_timeout_exceeded)")
+        watch += f" (expect it to end by {iso(deadline)})"
+    else:
+        what = v.reason or "the coordinator still has a transaction open with this partition"
+    return replace(f, severity=WARNING, remediation=watch,
+                   message=f"{f.message}; not hanging: {what}")
+
+
+def without_coordinator(f: Finding) -> Finding:
+    """``lso_pinned`` when no ``__transaction_state`` partition was copied: past the threshold,
+    but whether the coordinator still runs it is unknown."""
+    return replace(f, message=f"{f.message}; no {COORDINATOR_TOPIC} partition among the "
+                              "evidence, so whether its coordinator still runs it is unknown: "
+                              "confirm with kafka-transactions.sh find-hanging before aborting")
 
 
 def stuck_prepare_detail(f: Finding, c: CoordinatorTransaction) -> Finding:
