@@ -357,7 +357,11 @@ def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspecti
     """The coordinator-side findings of the join, the ranking, the timeline."""
     result.replicas = compare_replicas(result.discovery, result.partitions, result.problems)
     result.findings.extend(f for comp in result.replicas for f in comp.findings)
-    for f in joined.finish():
+    told = joined.finish()  # may tell some partition findings again (joined.revise)
+    result.findings = joined.revise(result.findings)
+    for r in result.partitions:
+        r.findings = joined.revise(r.findings)
+    for f in told:
         result.findings.append(f)
         report = next((r for r in result.partitions
                        if (r.topic, r.partition) == (f.topic, f.partition)), None)

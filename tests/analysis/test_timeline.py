@@ -255,7 +255,8 @@ def test_dropped_marker_is_a_hanging_transaction(sc: Scenario) -> None:
     assert (hang.topic, hang.partition, hang.offset, hang.producer_id, hang.producer_epoch) == (
         "p", 2, 1, 7101, 4)
     assert hang.transactional_id == "payments-writer" and hang.level == ERROR
-    assert hang.remediation == ABORT_CMD.format("p", 2, 1)
+    assert hang.remediation is not None
+    assert hang.remediation.endswith("only then: " + ABORT_CMD.format("p", 2, 1))
     assert "the coordinator committed it" in hang.message
     assert "no COMMIT marker reached p-2" in hang.message and "holds the LSO at 1" in hang.message
     assert result.findings[0] == hang  # the headline

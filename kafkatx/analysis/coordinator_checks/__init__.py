@@ -17,12 +17,14 @@ from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.timeline import (
+    CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
     HANGING,
     ORPHAN,
     PENDING,
     CoordinatorTransaction,
     DataVerdict,
+    OffsetCommit,
     PartitionJoin,
     Selection,
     Timeline,
@@ -56,6 +58,10 @@ class CoordinatorChecks:
         self.builder = (TimelineBuilder(self.join, present=present,
                                         selection=selection or Selection())
                         if keep_timeline else None)
+        self._committed_hangs: list[tuple[Finding, list[Finding], DataVerdict,
+                                          CoordinatorTransaction | None,
+                                          list[OffsetCommit]]] = []
+        self._revised: dict[int, Finding] = {}  # id(finding) -> the finding told again
         self._step_owner: dict[tuple[int, int], CoordinatorTransaction] = {
             (s.partition, s.offset): c for c in self.join.transactions for s in c.steps}
 
@@ -107,9 +113,27 @@ class CoordinatorChecks:
         out = [rules.amend(self._judge_open(f, at.get((f.producer_id, f.offset)), ctx),
                            at.get((f.producer_id, f.offset)), self._owner(f))
                for f in findings]
+        self._note_committed_hangs(pdir, ctx, out, new)
         if self.builder is not None:
             self._keep(pdir, ctx, pj, out, new)
         return out + [f for f, _, _ in new]
+
+    def _note_committed_hangs(self, pdir: PartitionDir, ctx: PartitionContext,
+                              out: list[Finding],
+                              new: list[tuple[Finding, DataVerdict | None,
+                                              CoordinatorTransaction | None]]) -> None:
+        """Hanging transactions the coordinator committed: their findings are told again in
+        :meth:`revise` once every partition's markers are known."""
+        for f, v, c in new:
+            if f.kind != "hanging_transaction" or v is None:
+                continue
+            if not (rules.committed(c) if c is not None else rules.maybe_committed(v)):
+                continue
+            commits = (evidence.read_offset_commits(pdir, [v.txn]).get(v.txn.first_offset, [])
+                       if ctx.topic == CONSUMER_OFFSETS else [])
+            pinned = [g for g in out if g.kind in ("lso_pinned", "open_transaction")
+                      and g.producer_id == v.txn.producer_id and g.offset == v.txn.first_offset]
+            self._committed_hangs.append((f, pinned, v, c, commits))
 
     def _judge_open(self, f: Finding, v: DataVerdict | None, ctx: PartitionContext) -> Finding:
         """``open_transaction``/``lso_pinned`` judged again with what the coordinator says, as
@@ -196,6 +220,7 @@ class CoordinatorChecks:
     def finish(self) -> list[Finding]:
         """Coordinator-side findings: timeouts, and the coordinator view's own findings with
         what the data partitions showed."""
+        self._tell_committed_hangs()
         out: list[Finding] = []
         now = self.reference_ms()
         current = self._current_transactions()
@@ -214,6 +239,28 @@ class CoordinatorChecks:
                     c.findings.append(f)
                 out.append(f)
         return out
+
+    def revise(self, findings: list[Finding]) -> list[Finding]:
+        """``findings`` with the ones :meth:`finish` told again replaced (call after it)."""
+        if not self._revised:
+            return findings
+        return [self._revised.get(id(f), f) for f in findings]
+
+    def _tell_committed_hangs(self) -> None:
+        """``hanging_transaction`` of a committed transaction: which partitions got the COMMIT
+        marker, what an abort discards, how to export it first and confirm it live."""
+        for f, pinned, v, c, commits in self._committed_hangs:
+            told = rules.committed_hang(f, v, c, commits=commits)
+            self._revised[id(f)] = told
+            for g in pinned:
+                self._revised[id(g)] = rules.committed_pointer(g)
+        if not self._revised:
+            return
+        for c in self.join.transactions:
+            c.findings[:] = self.revise(c.findings)
+        if self.builder is not None:
+            for v in self.builder.unmatched:
+                v.findings[:] = self.revise(v.findings)
 
     def _current_transactions(self) -> set[int]:
         """The transactions whose last record is their id's newest record."""

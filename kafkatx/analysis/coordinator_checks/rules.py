@@ -24,13 +24,16 @@ from kafkatx.analysis.findings import ERROR, WARNING, Finding
 from kafkatx.analysis.timeline import (
     ABORT,
     COMMIT,
+    CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
     HANGING,
     ORPHAN,
     PENDING,
+    SKEW_MS,
     CoordinatorTransaction,
     DataVerdict,
     MissingMarker,
+    OffsetCommit,
     duration,
     iso,
     tp_name,
@@ -186,6 +189,88 @@ def amend(f: Finding, verdict: DataVerdict | None, transactional_id: str | None)
     if tid == f.transactional_id and message == f.message:
         return f
     return replace(f, transactional_id=tid, message=message)
+
+
+def committed(c: CoordinatorTransaction) -> bool:
+    """The coordinator committed it: CompleteCommit is in ``__transaction_state``."""
+    return c.decision == COMMIT and c.closed
+
+
+def maybe_committed(v: DataVerdict) -> bool:
+    """No coordinator transaction lists the partition, but the id's newest record is a
+    CompleteCommit of the data's producer whose epoch fits it (v0/v1: the same; v2: one more):
+    the records of its set were compacted away, and this partition may have been in it."""
+    step, t = v.moved_on, v.txn
+    return (step is not None and step.state == "CompleteCommit"
+            and step.producer_id == t.producer_id and step.producer_epoch is not None
+            and step.producer_epoch in (t.producer_epoch, t.producer_epoch + 1)
+            and step.timestamp_ms + SKEW_MS >= t.last_timestamp)
+
+
+def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None, *,
+                   commits: list[OffsetCommit]) -> Finding:
+    """``hanging_transaction`` of a transaction the coordinator committed, told as it is: the
+    partitions its COMMIT marker reached, what ``abort`` (``Admin#abortTransaction``, an ABORT
+    marker through WriteTxnMarkers: Kafka has no tool that writes a COMMIT) discards, the
+    ``kafkatx dump`` that exports it first, and the live checks, since a copy may come from a
+    lagging replica whose marker is still on its way."""
+    t, where = v.txn, tp_name(v.tp)
+    if c is None:
+        text = (f"; that CompleteCommit is of this producer and epoch, and the records listing "
+                f"its partitions were compacted away, so {where} may have been in it: then "
+                "these records are COMMITTED")
+        what = "records {} of a transaction that may be committed"
+    else:
+        entries = sorted(c.entries.items())
+        reached = [f"{tp_name(tp)} (offset {e.marker_offset})" for tp, e in entries
+                   if e.marker_type == COMMIT and e.marker_offset is not None and tp != v.tp]
+        lacking = [tp_name(tp) for tp, e in entries if e.marker_offset is None and tp != v.tp]
+        unseen = [tp_name(tp) for tp in sorted(c.partitions)
+                  if tp not in c.entries and tp != v.tp]
+        text = ("; it is COMMITTED: " + (f"its COMMIT marker did reach {', '.join(reached)}"
+                                          if reached else "no other partition among the "
+                                                          "evidence has its COMMIT marker"))
+        if lacking:
+            text += f"; no COMMIT marker either in {', '.join(lacking)}"
+        if unseen:
+            text += f"; not among the evidence: {', '.join(unseen)}"
+        if not c.partitions:
+            text += ("; the records listing its partitions were compacted away, so others may "
+                     "have it")
+        what = "records {} of a committed transaction"
+    span = f"{t.first_offset}..{t.last_data_offset}"
+    text += (f". Aborting it in {where} unblocks read_committed consumers but discards "
+             f"{what.format(span)} (Kafka's tools can only abort; none writes the missing "
+             "COMMIT marker)")
+    if v.topic == CONSUMER_OFFSETS:
+        if commits:
+            shown = ", ".join(f"{o.group} {o.topic}-{o.partition} -> {o.offset}"
+                              for o in commits[:5]) + (", ..." if len(commits) > 5 else "")
+            text += (f"; they are offset commits ({shown}): aborting rolls those groups' "
+                     "committed offsets back to their previous commits, and their consumers "
+                     "read again from there")
+        else:
+            text += ("; in __consumer_offsets these are transactional offset commits: aborting "
+                     "rolls the group's committed offsets back to its previous commit")
+    export = (f"kafkatx dump {f.location} --producer-id {t.producer_id} --from-offset "
+              f"{t.first_offset} --to-offset {t.last_data_offset} --records --format jsonl "
+              f"> {v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}.jsonl")
+    confirm = ("kafka-transactions.sh --bootstrap-server <broker:9092> find-hanging --topic "
+               f"{v.topic} --partition {v.partition}, and describe-producers --topic "
+               f"{v.topic} --partition {v.partition}")
+    remediation = (f"export the records first: {export}; confirm on the live cluster (this copy "
+                   f"may come from a lagging replica): {confirm}; only then: {f.remediation}")
+    return replace(f, message=f.message + text, remediation=remediation)
+
+
+def committed_pointer(f: Finding) -> Finding:
+    """``lso_pinned``/``open_transaction`` of a committed hanging transaction: its remediation
+    points to the hanging finding's instead of a bare abort."""
+    if f.remediation is None:
+        return f
+    return replace(f, remediation="the coordinator COMMITTED this transaction: export and "
+                                  "confirm first, as hanging_transaction says; then: "
+                                  + f.remediation)
 
 
 def describe_command(transactional_id: str | None) -> str:
