@@ -19,7 +19,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkatx.analysis.findings import INFO, WARNING, Finding, location
-from kafkatx.analysis.partition_count import GIVEN, PartitionCount, detect_partition_count
+from kafkatx.analysis.partition_count import (
+    GIVEN,
+    PartitionCount,
+    detect_partition_count,
+    metadata_partition_count,
+)
 from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError, UnreadableFileError
 from kafkatx.formats import transaction_log
@@ -299,8 +304,11 @@ def read_coordinator(
     include_segment_damage: bool = True,
 ) -> CoordinatorView:
     """``coordinator_view`` of what ``discover(paths)`` finds."""
+    paths = list(paths)
     return coordinator_view(discover(paths), num_partitions=num_partitions, now_ms=now_ms,
-                            include_segment_damage=include_segment_damage)
+                            include_segment_damage=include_segment_damage,
+                            metadata_partitions=None if num_partitions is not None
+                            else metadata_partition_count(paths, TOPIC))
 
 
 def coordinator_view(
@@ -309,11 +317,13 @@ def coordinator_view(
     num_partitions: int | None = None,
     now_ms: int | None = None,
     include_segment_damage: bool = True,
+    metadata_partitions: int | None = None,
 ) -> CoordinatorView:
     """Read every live ``__transaction_state`` partition and rebuild the coordinator's state.
 
     ``num_partitions`` is ``transaction.state.log.num.partitions``; None: detected from the
-    evidence (:func:`kafkatx.analysis.partition_count.detect_partition_count`). ``now_ms``
+    evidence (:func:`kafkatx.analysis.partition_count.detect_partition_count`;
+    ``metadata_partitions``: the count a KRaft metadata log among it gives). ``now_ms``
     dates ``stuck_prepare`` (default: the newest record timestamp). With
     ``include_segment_damage`` the segment damage met (CRC mismatches, truncation...) is in the
     findings too; leave it out when another check reports those files already.
@@ -327,7 +337,7 @@ def coordinator_view(
     count = detect_partition_count(
         (pr.partition for pr in reads),
         ((r.transactional_id, pr.partition) for pr in reads for r in pr.records),
-        given=num_partitions)
+        given=num_partitions, metadata=metadata_partitions)
     view = CoordinatorView(num_partitions_assumed=count.count, partition_count=count,
                            problems=problems)
     for pr in reads:

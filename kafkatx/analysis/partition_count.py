@@ -3,7 +3,9 @@
 Kafka places a transactional id in partition ``Utils.abs(id.hashCode) %
 transaction.state.log.num.partitions`` (``TransactionStateManager#partitionFor``); the count is a
 broker setting (default 50, ``TransactionLogConfig.TRANSACTIONS_TOPIC_PARTITIONS_DEFAULT``) fixed
-when the topic is created, and it is not written in a log dir. What a log dir does show:
+when the topic is created. A KRaft node's metadata log (``__cluster_metadata-0``) records it:
+the ``PartitionRecord``s of the topic (read by :mod:`kafkatx.analysis.cluster_view`); that
+count is taken when the evidence has one. Otherwise, what a log dir shows:
 
 - the ``__transaction_state-N`` directories: a broker creates one for every replica it hosts,
   empty or not, so the highest N + 1 is a lower bound, and a broker (or a folder of brokers)
@@ -18,11 +20,13 @@ default of 50, then to the smallest. ``source`` says in words which it was.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from kafkatx.errors import KafkatxError
 from kafkatx.semantics.coordinator_partition import (
     DEFAULT_NUM_PARTITIONS,
     java_string_hashcode,
@@ -30,6 +34,7 @@ from kafkatx.semantics.coordinator_partition import (
 )
 
 GIVEN = "given"  # --transaction-state-partitions
+METADATA = "metadata"  # the topic's partitions in a KRaft metadata log
 DEFAULT = "default"  # nothing in the evidence contradicts Kafka's default
 DIRECTORIES = "directories"  # every partition directory 0..N-1 is present
 PLACEMENT = "placement"  # the count that puts the transactional ids where they are
@@ -39,7 +44,8 @@ _SAMPLE = 4000  # ids used for the placement vote (deterministic: the first ones
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionCount:
-    """The partition count used for ``partitionFor`` and how it was chosen.
+    """The partition count used for ``partitionFor`` and how it was chosen (``source``: GIVEN,
+    METADATA, DIRECTORIES, PLACEMENT or DEFAULT).
 
     ``fits``/``ids`` count the (transactional id, partition) pairs it places right;
     ``alternatives`` are other counts that fit as many (empty when the choice is unambiguous).
@@ -57,6 +63,8 @@ class PartitionCount:
         n = self.count
         if self.source == GIVEN:
             why = "given with --transaction-state-partitions"
+        elif self.source == METADATA:
+            why = "the __transaction_state partitions in the KRaft metadata log"
         elif self.source == DIRECTORIES:
             why = f"every partition directory 0..{n - 1} is present"
         elif self.source == PLACEMENT:
@@ -78,16 +86,20 @@ class PartitionCount:
 
 
 def detect_partition_count(present: Iterable[int], placements: Iterable[tuple[str, int]],
-                           *, given: int | None = None) -> PartitionCount:
-    """The partition count for ``partitionFor``: ``given`` when there is one, else the count the
-    directories ``present`` and the ids' ``placements`` (transactional id, partition found in)
-    agree with best (see the module docstring)."""
+                           *, given: int | None = None, metadata: int | None = None
+                           ) -> PartitionCount:
+    """The partition count for ``partitionFor``: ``given`` when there is one, else the count of
+    a KRaft metadata log (``metadata``), else the count the directories ``present`` and the ids'
+    ``placements`` (transactional id, partition found in) agree with best (see the module
+    docstring)."""
     pairs = list(dict.fromkeys(placements))
-    if given is not None:
-        if given < 1:
-            raise ValueError(f"the partition count must be >= 1, not {given}")
-        fits = sum(java_utils_abs(java_string_hashcode(t)) % given == p for t, p in pairs)
-        return PartitionCount(count=given, source=GIVEN, fits=fits, ids=len(pairs))
+    for count, source in ((given, GIVEN), (metadata, METADATA)):
+        if count is None:
+            continue
+        if count < 1:
+            raise ValueError(f"the partition count must be >= 1, not {count}")
+        fits = sum(java_utils_abs(java_string_hashcode(t)) % count == p for t, p in pairs)
+        return PartitionCount(count=count, source=source, fits=fits, ids=len(pairs))
     dirs = set(present)
     lower = max(dirs | {p for _, p in pairs}, default=-1) + 1
     complete = lower if lower > 1 and dirs == set(range(lower)) else None
@@ -117,3 +129,22 @@ def detect_partition_count(present: Iterable[int], placements: Iterable[tuple[st
     alternatives = tuple(c for c in tied if c != count) if source == PLACEMENT else ()
     return PartitionCount(count=count, source=source, fits=fits, ids=len(pairs),
                           alternatives=alternatives)
+
+
+def metadata_partition_count(paths: Iterable[str | os.PathLike[str]], topic: str
+                             ) -> int | None:
+    """The partitions of ``topic`` in the image of the first KRaft metadata log among ``paths``
+    (``MetadataLoader``'s: newest snapshot plus the log tail), None without one that has it."""
+    from kafkatx.analysis.cluster_view import build_cluster_view
+    from kafkatx.storage.metadata_log import find_metadata_dirs, open_metadata_dir
+
+    local = [p for p in map(os.fspath, paths) if "://" not in p]
+    for d in find_metadata_dirs(local):
+        try:
+            image = build_cluster_view(open_metadata_dir(d)).image
+        except (KafkatxError, OSError):
+            continue  # `kafkatx cluster` and inspect's cluster section report the damage
+        for t in image.topics.values():
+            if t.name == topic and t.partitions:
+                return len(t.partitions)
+    return None

@@ -327,11 +327,13 @@ def start_inspection(
     """What every engine does before the per-partition work: discover, read the root
     checkpoints, load the coordinator's view for the join; returns the partitions to analyze
     (in order) with their checkpointed high watermark and log start offset."""
+    paths = list(paths)
     disc = discover(paths)
     result = Inspection(discovery=disc, problems=list(disc.problems))
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
                                              num_partitions=options.transaction_state_partitions,
                                              max_timeout_ms=options.max_transaction_timeout_ms,
+                                             paths=paths,
                                              keep_timeline=keep_timeline,
                                              selection=selection or Selection())
     checkpoints: dict[int, tuple[dict, dict]] = {}

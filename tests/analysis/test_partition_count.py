@@ -21,6 +21,7 @@ from kafkatx.analysis.partition_count import (
     DEFAULT,
     DIRECTORIES,
     GIVEN,
+    METADATA,
     PLACEMENT,
     detect_partition_count,
 )
@@ -190,3 +191,28 @@ def test_read_coordinator_detects_unless_given(tmp_path: Path) -> None:
 
 def of_kind_view(view: object, kind: str) -> list[object]:
     return [f for f in view.findings if f.kind == kind]  # type: ignore[attr-defined]
+
+
+def test_the_kraft_metadata_log_gives_the_count(sc: Scenario) -> None:
+    """KRaft: the controller records the topic's ``PartitionRecord``s in ``__cluster_metadata``
+    (``ReplicationControlManager#createTopic``); the image ``MetadataLoader`` builds (here
+    ``kafkatx.analysis.cluster_view``) gives 20 partitions, which wins over what two sparse
+    directories and one id would suggest."""
+    from fixtures.generate_kraft import TOPIC, MetadataLog, partition_record, topic_record
+
+    sc.num_partitions = 20
+    sc.coordinator("one-id", [v(S.EMPTY, 7000, 0)])
+    sc.part(TXN_TOPIC, 17)  # a replica this broker hosts, empty
+    log = MetadataLog(sc.root / "__cluster_metadata-0")
+    log.leader_change(T0, 1)
+    log.records(T0 + 1_000, topic_record("__transaction_state"),
+                *(partition_record("__transaction_state", p) for p in range(20)))
+    log.writer.close()
+    assert TOPIC["__transaction_state"]
+    result = sc.inspect()
+    assert result.coordinator is not None and result.coordinator.partition_count is not None
+    count = result.coordinator.partition_count
+    assert (count.count, count.source, count.fits) == (20, METADATA, 1)
+    assert not of_kind(result.findings, "wrong_coordinator_partition")
+    assert read_coordinator([sc.root]).num_partitions_assumed == 20
+    assert read_coordinator([sc.root], num_partitions=30).partition_count.source == GIVEN

@@ -8,7 +8,9 @@ collected on the way (:class:`kafkatx.analysis.timeline.TimelineBuilder`).
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
+from collections.abc import Iterable
 from pathlib import Path
 
 from kafkatx.analysis.checks import PartitionContext
@@ -16,6 +18,7 @@ from kafkatx.analysis.checks.transactions import open_finding
 from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.partition_count import metadata_partition_count
 from kafkatx.analysis.timeline import (
     CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
@@ -68,14 +71,17 @@ class CoordinatorChecks:
     @classmethod
     def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
                       num_partitions: int | None = None, keep_timeline: bool = False,
-                      selection: Selection | None = None, max_timeout_ms: int = 900_000
-                      ) -> CoordinatorChecks:
-        """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected);
-        ``max_timeout_ms``: ``--max-transaction-timeout-ms``."""
+                      selection: Selection | None = None, max_timeout_ms: int = 900_000,
+                      paths: Iterable[str | os.PathLike[str]] = ()) -> CoordinatorChecks:
+        """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected, from a
+        KRaft metadata log among ``paths`` first); ``max_timeout_ms``:
+        ``--max-transaction-timeout-ms``."""
         pdirs = [p for p in disc.all_partitions() if p.is_live]
         has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
+        metadata = (metadata_partition_count(paths, COORDINATOR_TOPIC)
+                    if has_coordinator and num_partitions is None else None)
         view = (coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
-                                 include_segment_damage=False)
+                                 include_segment_damage=False, metadata_partitions=metadata)
                 if has_coordinator else None)
         return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
                    keep_timeline=keep_timeline, selection=selection,
