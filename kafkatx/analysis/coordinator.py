@@ -304,11 +304,11 @@ def read_coordinator(
     include_segment_damage: bool = True,
 ) -> CoordinatorView:
     """``coordinator_view`` of what ``discover(paths)`` finds."""
-    paths = list(paths)
-    return coordinator_view(discover(paths), num_partitions=num_partitions, now_ms=now_ms,
+    disc = discover(paths)
+    return coordinator_view(disc, num_partitions=num_partitions, now_ms=now_ms,
                             include_segment_damage=include_segment_damage,
                             metadata_partitions=None if num_partitions is not None
-                            else metadata_partition_count(paths, TOPIC))
+                            else metadata_partition_count(disc, TOPIC))
 
 
 def coordinator_view(

@@ -20,9 +20,9 @@ default of 50, then to the smallest. ``source`` says in words which it was.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from kafkatx.semantics.coordinator_partition import (
     java_string_hashcode,
     java_utils_abs,
 )
+from kafkatx.storage.discovery import Discovery
 
 GIVEN = "given"  # --transaction-state-partitions
 METADATA = "metadata"  # the topic's partitions in a KRaft metadata log
@@ -131,20 +132,23 @@ def detect_partition_count(present: Iterable[int], placements: Iterable[tuple[st
                           alternatives=alternatives)
 
 
-def metadata_partition_count(paths: Iterable[str | os.PathLike[str]], topic: str
-                             ) -> int | None:
-    """The partitions of ``topic`` in the image of the first KRaft metadata log among ``paths``
-    (``MetadataLoader``'s: newest snapshot plus the log tail), None without one that has it."""
+def metadata_partition_count(evidence: Discovery, topic: str) -> int | None:
+    """The partitions of ``topic`` in the image of the most complete KRaft metadata log among
+    ``evidence`` (``MetadataLoader``'s: newest snapshot plus the log tail; the replica with the
+    highest log end offset), None without one that has the topic. Local copies only."""
     from kafkatx.analysis.cluster_view import build_cluster_view
-    from kafkatx.storage.metadata_log import find_metadata_dirs, open_metadata_dir
+    from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
 
-    local = [p for p in map(os.fspath, paths) if "://" not in p]
-    for d in find_metadata_dirs(local):
+    views = []
+    for p in evidence.all_partitions():
+        if p.topic != METADATA_TOPIC or "://" in str(p.path):
+            continue
         try:
-            image = build_cluster_view(open_metadata_dir(d)).image
+            views.append(build_cluster_view(open_metadata_dir(Path(str(p.path)))))
         except (KafkatxError, OSError):
-            continue  # `kafkatx cluster` and inspect's cluster section report the damage
-        for t in image.topics.values():
-            if t.name == topic and t.partitions:
-                return len(t.partitions)
-    return None
+            continue  # inspect's cluster section reports what is wrong with it
+    if not views:
+        return None
+    image = max(views, key=lambda v: v.log_end_offset or 0).image
+    return next((len(t.partitions) for t in image.topics.values()
+                 if t.name == topic and t.partitions), None)

@@ -333,7 +333,6 @@ def start_inspection(
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
                                              num_partitions=options.transaction_state_partitions,
                                              max_timeout_ms=options.max_transaction_timeout_ms,
-                                             paths=paths,
                                              keep_timeline=keep_timeline,
                                              selection=selection or Selection())
     checkpoints: dict[int, tuple[dict, dict]] = {}

@@ -8,9 +8,7 @@ collected on the way (:class:`kafkatx.analysis.timeline.TimelineBuilder`).
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_right
-from collections.abc import Iterable
 from pathlib import Path
 
 from kafkatx.analysis.checks import PartitionContext
@@ -71,14 +69,14 @@ class CoordinatorChecks:
     @classmethod
     def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
                       num_partitions: int | None = None, keep_timeline: bool = False,
-                      selection: Selection | None = None, max_timeout_ms: int = 900_000,
-                      paths: Iterable[str | os.PathLike[str]] = ()) -> CoordinatorChecks:
+                      selection: Selection | None = None, max_timeout_ms: int = 900_000
+                      ) -> CoordinatorChecks:
         """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected, from a
-        KRaft metadata log among ``paths`` first); ``max_timeout_ms``:
+        KRaft metadata log among the evidence first); ``max_timeout_ms``:
         ``--max-transaction-timeout-ms``."""
         pdirs = [p for p in disc.all_partitions() if p.is_live]
         has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
-        metadata = (metadata_partition_count(paths, COORDINATOR_TOPIC)
+        metadata = (metadata_partition_count(disc, COORDINATOR_TOPIC)
                     if has_coordinator and num_partitions is None else None)
         view = (coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
                                  include_segment_damage=False, metadata_partitions=metadata)
