@@ -96,6 +96,13 @@ def test_hanging_payments_transaction() -> None:
     assert "no COMMIT marker reached payments-0" in hanging["message"]
     assert hanging["remediation"].endswith(
         "abort --topic payments --partition 0 --start-offset 0")
+    # librdkafka committed it (TransactionCoordinator#endTransaction: CompleteCommit after the
+    # markers): the abort would discard committed records, so the export and live checks come
+    # first (issue #11 item 4).
+    assert "COMMITTED: its COMMIT marker did reach orders-0 (offset 6)" in hanging["message"]
+    assert "discards records 0..2 of a committed transaction" in hanging["message"]
+    assert hanging["remediation"].startswith("export the records first: kafkatx dump ")
+    assert "find-hanging --topic payments --partition 0" in hanging["remediation"]
     outcomes = [(r["outcome"], markers(r)) for r in timeline(path)]
     assert outcomes[1] == ("hanging", {"orders-0": ("COMMIT", 6, 0),
                                        "payments-0": (None, None, None)})
