@@ -37,6 +37,7 @@ from kafkatx.semantics.producer_state_columnar import (
     EVENT_NEW_PRODUCER,
     EVENT_TXN_START,
     RunColumns,
+    RunPlan,
     finish_run,
     plan_run,
 )
@@ -322,6 +323,10 @@ class PartitionReplayer:
                         check_sequences=self.audit_origin == AppendOrigin.CLIENT)
         continuing = {ref: self._open[int(plan.producer_id[plan.txn_producer[ref]])]
                       for ref in np.flatnonzero(plan.txn_continues).tolist()}
+        if not len(plan.exact_rows) and self._bulk(cols, plan):
+            self._add_to_continuing(plan, continuing)
+            finish_run(plan, cols, psm)
+            return
         keys = plan.event_keys
         rows = keys >> 2
         # Per event: the batch fields a marker needs, and the transaction's (as plain ints).
@@ -374,14 +379,7 @@ class PartitionReplayer:
             else:
                 pid = ev_pid[i]
                 psm.producers[pid] = ProducerStateEntry(pid)
-        for ref, txn in continuing.items():
-            added = int(plan.txn_batches[ref])
-            if added:
-                txn.batches += added
-                txn.records += int(plan.txn_records[ref])
-                txn.last_data_offset = int(plan.txn_last_data_offset[ref])
-                txn.first_timestamp = min(txn.first_timestamp, int(plan.txn_first_timestamp[ref]))
-                txn.last_timestamp = max(txn.last_timestamp, int(plan.txn_last_timestamp[ref]))
+        self._add_to_continuing(plan, continuing)
         finish_run(plan, cols, psm)
 
     def _data(self, base: int, last: int, pid: int, epoch: int, base_seq: int, last_seq: int,
@@ -448,6 +446,122 @@ class PartitionReplayer:
                                         "have been deleted, or the marker is stray)"))))
             return
         self._completed(completed, pid, epoch, ts, coordinator_epoch)
+
+    def _bulk(self, cols: RunColumns, plan: RunPlan) -> bool:
+        """A run where every producer is in the common case, its offsets increasing and above
+        every transaction the state holds: the transactions, the .txnindex entries and the
+        LSO at each marker computed at once. The LSO at a marker is
+        ``ProducerStateManager#lastStableOffset``: the first offset of the earliest-started
+        transaction still ongoing (offsets increase, so that is the smallest first offset),
+        the marker's own having just ended, else the marker offset + 1. False: not such a run.
+        """
+        psm = self.result.state
+        base, last = cols.base_offset, cols.last_offset
+        floor = max(psm.ongoing_txns.keys[-1:] + psm.unreplicated_txns.keys[-1:], default=-1)
+        if bool((base[1:] <= last[:-1]).any()) or int(base[0]) <= floor:
+            return False
+        kinds = plan.event_keys & 3
+        rows = plan.event_keys >> 2
+        refs = plan.event_refs
+        for g in refs[kinds == EVENT_NEW_PRODUCER].tolist():
+            pid = int(plan.producer_id[g])
+            psm.producers[pid] = ProducerStateEntry(pid)
+        # Every transaction that may be ongoing during the run, in start order: those the
+        # state holds (started before the run), then the run's own.
+        before = list(psm.ongoing_txns.values())
+        start_ev = kinds == EVENT_TXN_START
+        marker_ev = kinds == EVENT_MARKER
+        start_refs = refs[start_ev]
+        n_before = len(before)
+        t = len(plan.txn_first_offset)
+        order_of_txn = np.full(t, -1, dtype=np.int64)  # txn ref -> start-order index
+        order_of_txn[start_refs] = n_before + np.arange(len(start_refs))
+        first_offsets = np.concatenate((np.array([x.first_offset for x in before], dtype=np.int64),
+                                        plan.txn_first_offset[start_refs]))
+        start_row = np.concatenate((np.full(n_before, -1, dtype=np.int64), rows[start_ev]))
+        end_row = np.full(len(first_offsets), np.iinfo(np.int64).max, dtype=np.int64)
+        before_index = {x.first_offset: i for i, x in enumerate(before)}
+        marker_refs = refs[marker_ev]
+        marker_rows = rows[marker_ev]
+        closing = order_of_txn[marker_refs]
+        cont = closing < 0  # closes a transaction that began before the run
+        if cont.any():
+            closing[cont] = [before_index[f] for f in
+                             plan.txn_first_offset[marker_refs[cont]].tolist()]
+        end_row[closing] = marker_rows
+        # The earliest-started transaction not ended by row m: the first j with end > m.
+        reach = np.maximum.accumulate(end_row) if len(end_row) else end_row
+        head = np.searchsorted(reach, marker_rows, side="right")
+        ongoing_other = head < len(end_row)
+        ongoing_other[ongoing_other] = start_row[head[ongoing_other]] < marker_rows[ongoing_other]
+        marker_offset = base[marker_rows]
+        lso = np.where(ongoing_other, first_offsets[np.minimum(head, len(end_row) - 1)]
+                       if len(end_row) else 0, marker_offset + 1)
+        # Transactions: the run's own, then each marker's outcome.
+        res = self.result
+        pids = plan.producer_id[plan.txn_producer]
+        txn_objs: dict[int, Transaction] = {}
+        new_meta: list[tuple[int, TxnMetadata]] = []
+        for ref, pid, first, epoch, last_data, first_ts, last_ts, batches, records in zip(
+                start_refs.tolist(), pids[start_refs].tolist(),
+                plan.txn_first_offset[start_refs].tolist(), plan.txn_epoch[start_refs].tolist(),
+                plan.txn_last_data_offset[start_refs].tolist(),
+                plan.txn_first_timestamp[start_refs].tolist(),
+                plan.txn_last_timestamp[start_refs].tolist(),
+                plan.txn_batches[start_refs].tolist(), plan.txn_records[start_refs].tolist(),
+                strict=True):
+            txn = Transaction(producer_id=pid, producer_epoch=epoch, first_offset=first,
+                              last_data_offset=last_data, first_timestamp=first_ts,
+                              last_timestamp=last_ts, batches=batches, records=records)
+            txn_objs[ref] = txn
+            res.transactions.append(txn)
+            new_meta.append((first, TxnMetadata(pid, first)))
+        metas = [m for _, m in new_meta]
+        done: list[tuple[int, TxnMetadata]] = []
+        aborted = cols.control_type[marker_rows] == ControlType.ABORT
+        for ref, j, pid, off, ts, epoch, coord, abort, stable in zip(
+                marker_refs.tolist(), closing.tolist(), pids[marker_refs].tolist(),
+                marker_offset.tolist(), cols.max_timestamp[marker_rows].tolist(),
+                cols.producer_epoch[marker_rows].tolist(),
+                cols.coordinator_epoch[marker_rows].tolist(), aborted.tolist(), lso.tolist(),
+                strict=True):
+            meta = before[j] if j < n_before else metas[j - n_before]
+            meta.last_offset = off
+            done.append((meta.first_offset, meta))
+            if abort:
+                res.expected_aborted.append(ExpectedAbortedTxn(
+                    producer_id=pid, first_offset=meta.first_offset, last_offset=off,
+                    last_stable_offset=stable))
+            txn = txn_objs.get(ref) or self._open[pid]
+            self._open.pop(pid, None)
+            txn.outcome = ABORTED if abort else COMMITTED
+            txn.marker_offset = off
+            txn.marker_timestamp = ts
+            txn.marker_epoch = epoch
+            txn.coordinator_epoch = coord
+            txn.last_stable_offset_at_marker = stable
+        for txn in txn_objs.values():
+            if txn.marker_offset is None:
+                self._open[txn.producer_id] = txn
+        still = end_row == np.iinfo(np.int64).max
+        psm.ongoing_txns = type(psm.ongoing_txns)()
+        psm.ongoing_txns.put_all([(x.first_offset, x) for i, x in enumerate(before) if still[i]]
+                                 + [(f, m) for i, (f, m) in enumerate(new_meta)
+                                    if still[n_before + i]])
+        psm.unreplicated_txns.put_all(done)
+        return True
+
+    @staticmethod
+    def _add_to_continuing(plan: RunPlan, continuing: dict[int, Transaction]) -> None:
+        """The run's batches of transactions that began before it."""
+        for ref, txn in continuing.items():
+            added = int(plan.txn_batches[ref])
+            if added:
+                txn.batches += added
+                txn.records += int(plan.txn_records[ref])
+                txn.last_data_offset = int(plan.txn_last_data_offset[ref])
+                txn.first_timestamp = min(txn.first_timestamp, int(plan.txn_first_timestamp[ref]))
+                txn.last_timestamp = max(txn.last_timestamp, int(plan.txn_last_timestamp[ref]))
 
     def _completed(self, completed: CompletedTxn, pid: int, epoch: int, ts: int,
                    coordinator_epoch: int) -> None:

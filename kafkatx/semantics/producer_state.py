@@ -580,6 +580,11 @@ class _OffsetMap:
             bisect.insort(self.keys, key)
         self.values_by_key[key] = value
 
+    def put_all(self, items: list[tuple[int, TxnMetadata]]) -> None:
+        """``put`` for many entries at once (keys not present yet)."""
+        self.values_by_key.update(items)
+        self.keys = sorted(self.values_by_key)
+
     def remove(self, key: int) -> TxnMetadata | None:
         value = self.values_by_key.pop(key, None)
         if value is not None:
