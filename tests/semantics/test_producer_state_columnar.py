@@ -68,6 +68,7 @@ class History:
             attributes: int = 0, control_type: int = -1, coordinator_epoch: int = -1,
             count: int | None = None, magic: int = 2, ts: int | None = None) -> None:
         self.clock += 7
+        seq = seq % (INT32_MAX + 1) if seq >= 0 else seq
         self.rows.append({
             "base_offset": self.offset, "last_offset_delta": n - 1, "producer_id": pid,
             "producer_epoch": epoch, "base_sequence": seq, "attributes": attributes,
