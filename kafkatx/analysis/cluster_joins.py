@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from kafkatx.analysis.cluster_view import ClusterView
@@ -240,11 +240,16 @@ def _was_compacted(view: ClusterView, topic: str) -> str | None:
     return None
 
 
-def annotate_offset_gaps(findings: Iterable[Finding], view: ClusterView) -> list[Finding]:
-    """``offset_gap``: compaction, or records missing, as the metadata log says."""
+def annotate_offset_gaps(findings: Iterable[Finding],
+                         view_of: ClusterView | Callable[[Finding], ClusterView | None]
+                         ) -> list[Finding]:
+    """``offset_gap``: compaction, or records missing, as the metadata log (``view_of``: the
+    one view, or the view for each finding's partition) says."""
     out = []
     for f in findings:
-        if f.kind != "offset_gap" or not f.message.endswith(GENERIC_GAP_CAUSE) or not f.topic:
+        view = view_of if isinstance(view_of, ClusterView) else view_of(f)
+        if (f.kind != "offset_gap" or not f.message.endswith(GENERIC_GAP_CAUSE) or not f.topic
+                or view is None):
             out.append(f)
             continue
         head = f.message[: -len(GENERIC_GAP_CAUSE)]

@@ -8,36 +8,93 @@ log) with every live partition dir found (``kafkatx.analysis.cluster_joins``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from kafkatx.analysis.cluster_joins import annotate_offset_gaps, join_partitions
 from kafkatx.analysis.cluster_view import ClusterView, build_cluster_view
-from kafkatx.analysis.findings import rank
+from kafkatx.analysis.findings import Finding, rank
 from kafkatx.engines.local import Inspection
 from kafkatx.engines.partition_facts import gather_partition_facts
-from kafkatx.storage.discovery import Discovery, discover
+from kafkatx.errors import KafkatxError
+from kafkatx.formats.checkpoints import read_meta_properties
+from kafkatx.storage.discovery import Discovery, PartitionDir, discover
+from kafkatx.storage.files import read_text
 from kafkatx.storage.filesystems import is_uri
 from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
+
+
+def _metadata_dirs(paths: Sequence[str], discovery: Discovery | None) -> list[PartitionDir]:
+    if any(is_uri(p) for p in paths):
+        return []  # metadata logs are read from local copies only (for now)
+    disc = discovery if discovery is not None else discover(paths)
+    return [p for p in disc.all_partitions() if p.topic == METADATA_TOPIC]
 
 
 def cluster_views(paths: Sequence[str], *, as_of_offset: int | None = None,
                   discovery: Discovery | None = None) -> list[ClusterView]:
     """A view of each live ``__cluster_metadata-N`` partition dir discovery finds."""
-    if any(is_uri(p) for p in paths):
-        return []  # metadata logs are read from local copies only (for now)
-    disc = discovery if discovery is not None else discover(paths)
     return [build_cluster_view(open_metadata_dir(p.path), as_of_offset=as_of_offset)
-            for p in disc.all_partitions() if p.topic == METADATA_TOPIC]
+            for p in _metadata_dirs(paths, discovery)]
+
+
+def _cluster_id(pdir: PartitionDir, cache: dict[Path, str | None]) -> str | None:
+    """``cluster.id`` of the ``meta.properties`` of the log dir holding ``pdir`` (if any)."""
+    log_dir = pdir.log_dir
+    if log_dir is None or log_dir.meta_properties is None:
+        return None
+    if log_dir.path not in cache:
+        try:
+            cache[log_dir.path] = read_meta_properties(
+                read_text(log_dir.meta_properties), path=str(log_dir.meta_properties)).cluster_id
+        except KafkatxError:
+            cache[log_dir.path] = None
+    return cache[log_dir.path]
 
 
 def join_inspection(paths: Sequence[str], result: Inspection) -> None:
-    """Add the metadata-log joins to ``result`` (findings ranked again) and its views."""
-    views = cluster_views(paths, discovery=result.discovery)
+    """Add the metadata-log joins to ``result`` (findings ranked again) and its views.
+
+    Each partition is joined with the most up-to-date metadata log of its own cluster (the
+    ``cluster.id`` of the ``meta.properties`` beside each); a partition whose log dir names no
+    cluster is joined only when all the evidence is of one cluster.
+    """
+    metas = _metadata_dirs(paths, result.discovery)
+    views = [build_cluster_view(open_metadata_dir(p.path)) for p in metas]
     result.clusters = views
     if not views or result.discovery is None:
         return
-    view = max(views, key=lambda v: v.log_end_offset or 0)
-    facts = [gather_partition_facts(p) for p in result.discovery.all_partitions()]
-    findings = annotate_offset_gaps(result.findings, view) + join_partitions(view, facts)
-    result.findings = rank(findings)
-    for f in facts:
-        result.problems.extend(f.problems)
+    ids: dict[Path, str | None] = {}
+    by_cluster: dict[str | None, ClusterView] = {}
+    for pdir, view in zip(metas, views, strict=True):
+        cid = _cluster_id(pdir, ids)
+        best = by_cluster.get(cid)
+        if best is None or (view.log_end_offset or 0) > (best.log_end_offset or 0):
+            by_cluster[cid] = view
+
+    partitions = result.discovery.all_partitions()
+    named = {c for c in (_cluster_id(p, ids) for p in partitions) if c is not None}
+
+    def view_for(pdir: PartitionDir) -> ClusterView | None:
+        cid = _cluster_id(pdir, ids)
+        if cid in by_cluster:
+            return by_cluster[cid]
+        if len(by_cluster) == 1 and len(named) <= 1 and (cid is None or None in by_cluster):
+            return next(iter(by_cluster.values()))  # one cluster in all the evidence
+        return None
+
+    joined: dict[str, ClusterView] = {}
+    findings: list[Finding] = []
+    for pdir in partitions:
+        view = view_for(pdir)
+        if view is None or pdir.topic == METADATA_TOPIC:
+            continue
+        joined[str(pdir.path)] = view
+        facts = gather_partition_facts(pdir)
+        findings += join_partitions(view, [facts])
+        result.problems.extend(facts.problems)
+
+    def gap_view(f: Finding) -> ClusterView | None:
+        where = f.location or ""
+        return next((v for path, v in joined.items() if where.startswith(path + "/")), None)
+
+    result.findings = rank(annotate_offset_gaps(result.findings, gap_view) + findings)

@@ -265,3 +265,16 @@ def test_both_engines_give_the_same_joins(engine: Any) -> None:
                      ("producer_id_unallocated", "payments", 6),
                      ("topic_id_mismatch", "orders", None)]
     assert len(result.clusters) == 1 and result.clusters[0].log_end_offset == 200
+
+
+def test_only_partitions_of_the_metadata_logs_cluster_are_joined(tmp_path: Path) -> None:
+    """Evidence of two clusters (meta.properties cluster.id differ) and a log dir naming none:
+    only the KRaft node's own partitions are joined with its metadata log."""
+    for name in ("kraft", "logdir", "corrupt"):
+        shutil.copytree(FIX / name, tmp_path / name)
+    _, found = findings(tmp_path)
+    joined = [f for f in found if f["kind"] in (
+        "topic_id_mismatch", "topic_not_in_metadata", "leader_epoch_mismatch",
+        "producer_id_unallocated", "transaction_version_mismatch")
+        or "metadata log" in f["message"]]
+    assert joined and all("/kraft/" in f["location"] for f in joined)
