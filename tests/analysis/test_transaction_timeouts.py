@@ -232,3 +232,21 @@ def test_compacted_coordinator_and_a_copy_cut_mid_batch(sc: Scenario) -> None:
     assert (f.kind, f.level, f.transactional_id) == ("lso_pinned", WARNING, "live-writer")
     assert f.remediation is not None and f.remediation.startswith(WATCH)
     assert not of_kind(result.findings, "hanging_transaction")
+
+
+def test_copy_taken_mid_transaction_has_nothing_wrong(sc: Scenario) -> None:
+    """A log dir copied while a transaction ran (``TransactionMetadata`` Ongoing with x-0, its
+    deadline ``txnStartTimestamp + txnTimeoutMs`` not reached; the coordinator log compacted to
+    that last value): ``verify`` has nothing to warn about; the open transaction is info."""
+    from tests.analysis.test_partition_count import put_compacted
+
+    put_compacted(sc, "live-writer", [(41, v(S.ONGOING, 7701, 3, {"x": [0]}, 1_000, 1_000))])
+    sc.part("x", 0).data(n=1, at=sc_t(500)).data(pid=7701, epoch=3, n=2, txn=True,
+                                                  at=sc_t(1_000))
+    result = sc.inspect(now=30_000)
+    assert [(f.kind, f.level) for f in result.findings if f.level in (ERROR, WARNING)] == []
+    f = pinned_or_open(result.findings)
+    assert (f.kind, f.level, f.transactional_id) == ("open_transaction", "info", "live-writer")
+    assert "the coordinator has it Ongoing with x-0" in f.message
+    late = pinned_or_open(sc.inspect(now=90_000).findings)  # past its 60 s deadline
+    assert late.level == WARNING

@@ -9,13 +9,14 @@ collected on the way (:class:`kafkatx.analysis.timeline.TimelineBuilder`).
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import Path
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.checks.transactions import open_finding
 from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
-from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.findings import INFO, Finding
 from kafkatx.analysis.partition_count import metadata_partition_count
 from kafkatx.analysis.timeline import (
     CONSUMER_OFFSETS,
@@ -152,6 +153,10 @@ class CoordinatorChecks:
                              timeout_said=f"its {duration(recorded)} transaction timeout in "
                                           f"{COORDINATOR_TOPIC}")
         if f.kind != "lso_pinned":
+            now = self.now_ms if self.now_ms is not None else max(
+                ctx.now_ms, self.view.newest_timestamp_ms if self.view is not None else -1)
+            if v.status == PENDING and rules.in_progress(v, now_ms=now):
+                return replace(f, severity=INFO)  # a copy taken mid-transaction: nothing wrong
             return f
         if v.status == PENDING:
             return rules.still_running(f, v, now_ms=ctx.now_ms)

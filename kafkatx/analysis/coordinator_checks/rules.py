@@ -313,6 +313,15 @@ def still_running(f: Finding, v: DataVerdict, *, now_ms: int) -> Finding:
                    message=f"{f.message}; not hanging: {what}")
 
 
+def in_progress(v: DataVerdict, *, now_ms: int) -> bool:
+    """The coordinator has the transaction Ongoing with this partition and its deadline
+    (``txnStartTimestamp + txnTimeoutMs``, ``TransactionStateManager#timedOutTransactions``)
+    has not passed: a transaction running when the copy was taken, nothing wrong."""
+    c = v.coordinator
+    return (c is not None and c.prepare is None and not c.closed and c.start_timestamp_ms >= 0
+            and v.tp in c.partitions and now_ms <= c.start_timestamp_ms + c.timeout_ms)
+
+
 def without_coordinator(f: Finding) -> Finding:
     """``lso_pinned`` when no ``__transaction_state`` partition was copied: past the threshold,
     but whether the coordinator still runs it is unknown."""
