@@ -797,14 +797,16 @@ class GroupCoordinator:
 
     # -- loading --------------------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, step: Callable[[], None] = lambda: None) -> None:
         """``doLoadGroupsAndOffsets`` for every ``__consumer_offsets`` partition on disk;
         members of a loaded group must heartbeat within their session timeout
-        (``onGroupLoaded``)."""
+        (``onGroupLoaded``). ``step`` runs before each partition (it may stop the load)."""
         topic = self.broker.logs.topics.get(GROUP_METADATA_TOPIC)
         if topic is None:
             return
         for _, log in sorted(topic.logs.items()):
+            step()
+
             def warn(message: str, where: str = log.name) -> None:
                 self.broker.warn(f"{where}: {message}")
             for group in load_groups(log.iter_key_values(self.broker.warn), self.broker.now_ms(),

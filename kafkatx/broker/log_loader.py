@@ -51,6 +51,29 @@ class LogLoadError(KafkatxError):
     partial tail, a legacy segment that needs recovery)."""
 
 
+class LoadInterrupted(KafkatxError):
+    """A stop was requested while the log dir was loading."""
+
+
+@dataclass(slots=True)
+class LoadProgress:
+    """How far loading the log dir got; ``step`` reports it and stops the load when a stop was
+    requested (``LogManager#loadLogs``' ``numRemainingSegments`` / progress logging)."""
+
+    partitions_total: int = 0
+    partitions_loaded: int = 0
+    segments_recovered: int = 0
+    bytes_recovered: int = 0
+    report: Callable[[LoadProgress], None] | None = None
+    should_stop: Callable[[], bool] = lambda: False
+
+    def step(self) -> None:
+        if self.should_stop():
+            raise LoadInterrupted("stop requested while loading the log dir")
+        if self.report is not None:
+            self.report(self)
+
+
 @dataclass(slots=True)
 class LoadedLog:
     """What loading a partition directory found (``LoadedLogOffsets`` and more)."""
@@ -93,13 +116,13 @@ class LogLoader:
 
     def __init__(self, directory: Path, producer_state: ProducerStateManager, *,
                  had_clean_shutdown: bool, recovery_point: int, now_ms: int | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> None:
+                 progress: LoadProgress | None = None) -> None:
         self.dir = directory
         self.psm = producer_state
         self.had_clean_shutdown = had_clean_shutdown
         self.recovery_point_checkpoint = recovery_point
         self.now_ms = now_ms
-        self.should_stop = should_stop or (lambda: False)
+        self.progress = progress or LoadProgress()
         self.problems: list[str] = []
 
     def load(self) -> LoadedLog:
@@ -197,6 +220,7 @@ class LogLoader:
         """``recoverLog`` from ``segments[first]``: returns the log end offset."""
         end = segments[first].base_offset
         for i in range(first, len(segments)):
+            self.progress.step()
             seg = segments[i]
             last = i == len(segments) - 1
             scan = seg.scan()
@@ -217,6 +241,8 @@ class LogLoader:
             self._rewrite_txn_index(seg, aborted)
             loaded.recovered_segments += 1
             loaded.recovered_bytes += valid
+            self.progress.segments_recovered += 1
+            self.progress.bytes_recovered += valid
             end = seg.table.last[-1] + 1 if len(seg.table) else max(end, seg.base_offset)
         self.psm.update_map_end_offset(end)
         return end

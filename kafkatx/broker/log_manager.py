@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker.config import LEADER_EPOCH, BrokerConfig
 from kafkatx.broker.dynamic_config import DynamicBrokerConfigs, topic_config_value
 from kafkatx.broker.files import atomic_write, create_if_missing
+from kafkatx.broker.log_loader import LoadProgress
 from kafkatx.broker.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,
@@ -138,13 +139,20 @@ class LogManager:
         self.previous_shutdown_clean = True
         self.broker_epoch = 0
         self.load_problems: list[str] = []
+        # LogManager#loadLogsCompletedFlags: a clean-shutdown marker may be written at shutdown
+        # only if the last one was clean or every log was loaded (recovered) this time.
+        self.load_completed = False
+        # Checkpoint entries as read at start, kept for partitions a stopped load never reached.
+        self._read_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
         # Broker configs set with (Incremental)AlterConfigs, kept in memory (a restart forgets
         # them, as it forgets topic overrides: there is no metadata log yet).
         self.dynamic_configs = DynamicBrokerConfigs()
 
     # -- start -------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, progress: LoadProgress | None = None) -> None:
+        """``LogManager#startup`` / ``#loadLogs``; ``progress`` is stepped before each partition
+        (and each recovered segment) and may stop the load (``LoadInterrupted``)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self._meta_properties()
         marker = self.root / CLEAN_SHUTDOWN_FILE
@@ -160,13 +168,16 @@ class LogManager:
                      CLEANER_CHECKPOINT):
             create_if_missing(self.root / name)
         self._load_partitions(self._checkpoint(LOG_START_CHECKPOINT),
-                              self._checkpoint(RECOVERY_CHECKPOINT))
+                              self._checkpoint(RECOVERY_CHECKPOINT),
+                              progress or LoadProgress())
+        self.load_completed = True
 
     def _checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         """An offset checkpoint file of the log dir as ``LogManager#loadLogs`` reads it."""
         path = self.root / name
         checkpoint = read_offset_checkpoint(path.read_bytes(), path=str(path))
         self.load_problems.extend(str(p) for p in checkpoint.problems)
+        self._read_checkpoints[name] = checkpoint.as_map()
         return checkpoint.as_map()
 
     def _meta_properties(self) -> None:
@@ -188,7 +199,8 @@ class LogManager:
         }))
 
     def _load_partitions(self, log_start_offsets: Mapping[tuple[str, int], int],
-                         recovery_points: Mapping[tuple[str, int], int]) -> None:
+                         recovery_points: Mapping[tuple[str, int], int],
+                         progress: LoadProgress) -> None:
         """``LogManager#loadLogs``: every partition directory through ``LogLoader``; after an
         unclean shutdown each recovers from its checkpointed recovery point (0 if absent)."""
         found: dict[str, list[tuple[int, Path]]] = {}
@@ -202,6 +214,7 @@ class LogManager:
             if parsed is None or parsed.state != "live":
                 continue
             found.setdefault(parsed.topic, []).append((parsed.partition, path))
+        progress.partitions_total = sum(len(parts) for parts in found.values())
         for name, parts in sorted(found.items()):
             topic_id = None
             for _, path in parts:
@@ -224,17 +237,23 @@ class LogManager:
                     self.load_problems.append(f"{path}: partition {partition} without all the "
                                               "partitions below it; ignored")
                     continue
+                progress.step()
+                if not topic.logs:
+                    self.topics[name] = topic  # what is loaded is closed if the load stops
                 log = self._new_log(topic, partition, path)
                 log.open(log_start_offsets.get((name, partition), 0),
                          recovery_point=recovery_points.get((name, partition), 0),
                          had_clean_shutdown=self.previous_shutdown_clean,
-                         now_ms=time.time_ns() // 1_000_000)
+                         now_ms=time.time_ns() // 1_000_000, progress=progress)
                 self.load_problems.extend(log.load_problems)
                 topic.logs[partition] = log
+                progress.partitions_loaded += 1
             if topic.logs:
                 if not internal:
                     topic.num_partitions = len(topic.logs)
                 self.topics[name] = topic
+            else:
+                self.topics.pop(name, None)
 
     # -- topics ------------------------------------------------------------------------------
 
@@ -415,14 +434,21 @@ class LogManager:
 
     # -- checkpoints and shutdown -------------------------------------------------------------
 
-    def _entries(self, value: str) -> list[CheckpointEntry]:
-        return [CheckpointEntry(topic=log.topic, partition=log.partition,
-                                offset=getattr(log, value)) for log in self.all_logs()]
+    def _entries(self, value: str, checkpoint: str) -> list[CheckpointEntry]:
+        """One entry per loaded log, plus the entries read at start for partitions a stopped
+        load never reached (so their checkpoints survive a stop during start-up)."""
+        entries = {(log.topic, log.partition): getattr(log, value) for log in self.all_logs()}
+        if not self.load_completed:
+            for key, offset in self._read_checkpoints.get(checkpoint, {}).items():
+                entries.setdefault(key, offset)
+        return [CheckpointEntry(topic=t, partition=p, offset=o)
+                for (t, p), o in entries.items()]
 
     def checkpoint_high_watermarks(self) -> None:
         """``ReplicaManager#checkpointHighWatermarks``."""
         atomic_write(self.root / REPLICATION_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("high_watermark")))
+                     build_offset_checkpoint(self._entries("high_watermark",
+                                                           REPLICATION_CHECKPOINT)))
 
     def flush_rolled(self) -> tuple[list[tuple[PartitionLog, int]], list[Path]]:
         """What ``UnifiedLog#roll``'s scheduled ``flushUptoOffsetExclusive`` would flush now: for
@@ -441,7 +467,8 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         """``LogManager#checkpointRecoveryOffsetsInDir``."""
         atomic_write(self.root / RECOVERY_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("recovery_point")))
+                     build_offset_checkpoint(self._entries("recovery_point",
+                                                           RECOVERY_CHECKPOINT)))
 
     def checkpoint_log_start_offsets(self) -> None:
         """``LogManager#checkpointLogStartOffsetsInDir``: only logs whose start offset moved past
@@ -450,6 +477,12 @@ class LogManager:
                                    offset=log.log_start_offset)
                    for log in self.all_logs()
                    if log.segments and log.log_start_offset > log.segments[0].base_offset]
+        if not self.load_completed:
+            loaded = {(log.topic, log.partition) for log in self.all_logs()}
+            entries += [CheckpointEntry(topic=t, partition=p, offset=o)
+                        for (t, p), o in self._read_checkpoints.get(LOG_START_CHECKPOINT,
+                                                                    {}).items()
+                        if (t, p) not in loaded]
         atomic_write(self.root / LOG_START_CHECKPOINT, build_offset_checkpoint(entries))
 
     def cleaner_checkpoints(self) -> dict[tuple[str, int], int]:
@@ -473,12 +506,16 @@ class LogManager:
     def shutdown(self) -> None:
         """``ReplicaManager#shutdown`` (high watermarks) then ``LogManager#shutdown``: every log
         closed (snapshot, trimmed indexes, flushed), recovery points = log end offsets, log start
-        offsets, then the clean-shutdown marker."""
+        offsets, then the clean-shutdown marker, if the last shutdown was clean or every log was
+        loaded (a load stopped half way after a crash leaves the rest to recover next time)."""
         self.checkpoint_high_watermarks()
         for log in self.all_logs():
             log.close()
         atomic_write(self.root / RECOVERY_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("log_end_offset")))
+                     build_offset_checkpoint(self._entries("log_end_offset",
+                                                           RECOVERY_CHECKPOINT)))
         self.checkpoint_log_start_offsets()
+        if not (self.previous_shutdown_clean or self.load_completed):
+            return
         atomic_write(self.root / CLEAN_SHUTDOWN_FILE, json.dumps(
             {"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode())

@@ -36,7 +36,13 @@ from kafkatx.broker.batch_header import (
 )
 from kafkatx.broker.config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.files import atomic_write
-from kafkatx.broker.log_loader import LoadedLog, LogLoader, LogLoadError, snapshot_offsets
+from kafkatx.broker.log_loader import (
+    LoadedLog,
+    LoadProgress,
+    LogLoader,
+    LogLoadError,
+    snapshot_offsets,
+)
 from kafkatx.broker.log_segment import BatchTable, LogSegment, modified_ms
 from kafkatx.errors import FormatError
 from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
@@ -216,7 +222,7 @@ class PartitionLog:
 
     def open(self, log_start_offset_checkpoint: int = 0, *, recovery_point: int = 0,
              had_clean_shutdown: bool = False, now_ms: int | None = None,
-             should_stop: Callable[[], bool] | None = None) -> None:
+             progress: LoadProgress | None = None) -> None:
         """Load the directory as ``LogLoader#load`` does (see :mod:`kafkatx.broker.log_loader`),
         then start a new active segment at the log end offset. Unlike Kafka, which appends to the
         last segment, appends continue in a fresh segment.
@@ -225,7 +231,7 @@ class PartitionLog:
         recovered. The log start offset is ``max(checkpoint, first segment's base offset)``.
         """
         loader = LogLoader(self.dir, self.producer_state, had_clean_shutdown=had_clean_shutdown,
-                           recovery_point=recovery_point, now_ms=now_ms, should_stop=should_stop)
+                           recovery_point=recovery_point, now_ms=now_ms, progress=progress)
         loaded = loader.load()
         self.loaded = loaded
         self.load_problems.extend(loaded.problems)

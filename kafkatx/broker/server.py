@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import struct
 import time
 import traceback
@@ -31,13 +30,16 @@ from kafkatx.broker.faults import Faults, reject_response
 from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
+from kafkatx.broker.lifecycle import StopRequest
 from kafkatx.broker.log_cleaner import LogCleaner
+from kafkatx.broker.log_loader import LoadInterrupted, LoadProgress
 from kafkatx.broker.log_manager import LogManager
 from kafkatx.broker.partition_log import fsync_files
 from kafkatx.broker.producer_ids import ProducerIdManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
 _SIZE = struct.Struct(">i")
+PROGRESS_AFTER_S = 2.0  # a load taking longer than this prints progress lines
 Frame = Sequence[bytes | bytearray]  # a response frame as chunks (``encode_response_chunks``)
 
 
@@ -123,25 +125,58 @@ class Broker:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, stop: StopRequest | None = None) -> None:
         """Open the log dir and load the coordinators (called by ``start``; needs a running
-        event loop for the group coordinator's timers)."""
-        self.logs.start()
+        event loop for the group coordinator's timers). A stop requested meanwhile ends the
+        load at the next partition or recovered segment with ``LoadInterrupted``."""
+        started = time.monotonic()
+        self.log(f"loading log dir {self.config.log_dir}")
+        progress = LoadProgress(report=self._load_progress_reporter(started),
+                                should_stop=lambda: stop is not None and stop.requested)
+        self.logs.start(progress)
+        logs_done = time.monotonic()
         for problem in self.logs.load_problems:
             self.warn(problem)
         self.producer_ids = ProducerIdManager(self.logs.max_producer_id())
         # Groups first: completing a transaction left in Prepare* at load time materialises
         # the pending offset commits the group coordinator has just loaded.
-        self.groups.load()
-        self.transactions.load()
+        self.groups.load(progress.step)
+        groups_done = time.monotonic()
+        self.transactions.load(progress.step)
+        done = time.monotonic()
+        how = ("after a clean shutdown" if self.logs.previous_shutdown_clean else
+               f"after an unclean shutdown: {progress.segments_recovered} segments "
+               f"({progress.bytes_recovered / 1e6:.1f} MB) recovered")
+        self.log(f"loaded {progress.partitions_loaded} partitions in {done - started:.2f} s "
+                 f"{how}")
+        if self.config.verbose:
+            self.log(f"start-up phases: logs {logs_done - started:.3f} s, group coordinator "
+                     f"{groups_done - logs_done:.3f} s ({len(self.groups.groups)} groups), "
+                     f"transaction coordinator {done - groups_done:.3f} s "
+                     f"({len(self.transactions.cache)} transactional ids)", style="dim")
+
+    def _load_progress_reporter(self, started: float) -> Callable[[LoadProgress], None]:
+        """A start-up progress line once loading has taken ``PROGRESS_AFTER_S``, then at most
+        one a second (``LogManager``'s "Recovering segment ... X% done" lines)."""
+        last = [started]
+
+        def report(p: LoadProgress) -> None:
+            now = time.monotonic()
+            if now - started < PROGRESS_AFTER_S or now - last[0] < 1.0:
+                return
+            last[0] = now
+            self.log(f"loading: {p.partitions_loaded}/{p.partitions_total} partitions, "
+                     f"{p.segments_recovered} segments ({p.bytes_recovered / 1e6:.1f} MB) "
+                     "recovered")
+        return report
 
     def close(self) -> None:
         """Stop the coordinators' timers and close the log dir cleanly (called by ``stop``)."""
         self.groups.shutdown()
         self.logs.shutdown()
 
-    async def start(self) -> None:
-        self.load()
+    async def start(self, stop: StopRequest | None = None) -> None:
+        self.load(stop)
         self._server = await asyncio.start_server(self._accept, self.config.host,
                                                   self.config.port)
         sock = self._server.sockets[0]
@@ -351,14 +386,24 @@ class Broker:
 
 
 async def run_broker(config: BrokerConfig, *, console: Console | None = None,
-                     on_listening: Callable[[Broker], None] | None = None) -> None:
-    """Run until SIGTERM/SIGINT, then shut down cleanly."""
-    broker = Broker(config, console=console)
-    await broker.start()
+                     on_listening: Callable[[Broker], None] | None = None,
+                     stop: StopRequest | None = None) -> None:
+    """Run until SIGTERM/SIGINT (``stop``: the process's ``StopRequest``, installed here when
+    not given), then shut down cleanly; a stop during start-up closes what was loaded."""
+    if stop is None:
+        stop = StopRequest()
+        with contextlib.suppress(ValueError):  # not the main thread: no signals
+            stop.install()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, broker.stopping.set)
+    broker = Broker(config, console=console)
+    stop.notify(lambda: loop.call_soon_threadsafe(broker.stopping.set))
+    try:
+        await broker.start(stop)
+    except LoadInterrupted:
+        broker.log("stop requested during start-up: closing what was loaded")
+        broker.close()
+        broker.log("stopped cleanly")
+        return
     if on_listening is not None:
         on_listening(broker)
     try:

@@ -21,7 +21,7 @@ ongoing transaction, a timeout) follow the cluster's finalized ``transaction.ver
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -121,13 +121,15 @@ class TransactionCoordinator:
         md.complete_transition_to(transit, value)
         return ErrorCode.none
 
-    def load(self) -> None:
+    def load(self, step: Callable[[], None] = lambda: None) -> None:
         """``loadTransactionsForTxnTopicPartition`` for every partition on disk, then the
-        transactions left in PrepareCommit/PrepareAbort are completed (markers, Complete*)."""
+        transactions left in PrepareCommit/PrepareAbort are completed (markers, Complete*).
+        ``step`` runs before each partition (it may stop the load)."""
         topic = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return
         for partition, log in sorted(topic.logs.items()):
+            step()
             # The topic is compacted: only the last record of a key counts, so values are
             # decoded for those alone (a tombstone drops the key).
             latest: dict[bytes | None, tuple[int, bytes | None]] = {}

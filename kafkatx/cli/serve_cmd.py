@@ -25,6 +25,7 @@ from kafkatx.broker.config import (
 )
 from kafkatx.broker.control import start_control
 from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, Faults, parse_rule
+from kafkatx.broker.lifecycle import stop_request
 from kafkatx.broker.server import Broker, run_broker
 from kafkatx.errors import KafkatxError
 
@@ -116,7 +117,8 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 @click.option("--fault", "faults", multiple=True, metavar="RULE", callback=_parse_faults,
               help="Inject a fault (repeatable), to reproduce a broken transaction: "
                    + RULE_HELP + ".")
-@click.option("--verbose", is_flag=True, help="Log every request on stderr.")
+@click.option("--verbose", is_flag=True,
+              help="Log every request, and how long each start-up phase took, on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
                   segment_bytes: int, segment_ms: int, log_retention_check_interval_ms: int,
                   log_cleaner_backoff_ms: int, offsets_topic_segment_bytes: int,
@@ -134,7 +136,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     (including the coordinators' __transaction_state and __consumer_offsets partitions), ready
     for `kafkatx inspect`. Prints
     `listening on HOST:PORT` on stdout once it accepts connections. SIGTERM or Ctrl-C shut it
-    down cleanly: producer snapshots, indexes and checkpoints are written, exit status 0.
+    down cleanly at any moment (also while the log dir loads): producer snapshots, indexes and
+    checkpoints are written, exit status 0; a second signal, or a clean stop not done within
+    20 s, exits at once with 128 + the signal number.
     A crash-after fault exits with status 3 instead.
     """
     console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -168,7 +172,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
             tasks.append(asyncio.ensure_future(_control(broker, host, control_port)))
 
     try:
-        asyncio.run(run_broker(config, console=console, on_listening=listening))
+        asyncio.run(run_broker(config, console=console, on_listening=listening,
+                               stop=stop_request()))
     except OSError as exc:
         raise click.ClickException(f"cannot serve on {host}:{port}: {exc}") from None
 
