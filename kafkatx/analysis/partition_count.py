@@ -32,7 +32,7 @@ from kafkatx.semantics.coordinator_partition import (
     java_string_hashcode,
     java_utils_abs,
 )
-from kafkatx.storage.discovery import Discovery
+from kafkatx.storage.discovery import Discovery, cluster_id_of
 
 GIVEN = "given"  # --transaction-state-partitions
 METADATA = "metadata"  # the topic's partitions in a KRaft metadata log
@@ -133,16 +133,25 @@ def detect_partition_count(present: Iterable[int], placements: Iterable[tuple[st
 
 
 def metadata_partition_count(evidence: Discovery, topic: str) -> int | None:
-    """The partitions of ``topic`` in the image of the most complete KRaft metadata log among
-    ``evidence`` (``MetadataLoader``'s: newest snapshot plus the log tail; the replica with the
-    highest log end offset), None without one that has the topic. Local copies only."""
+    """The partitions of ``topic`` in the image of the most complete KRaft metadata log of its
+    cluster among ``evidence`` (``MetadataLoader``'s: newest snapshot plus the log tail; the
+    replica with the highest log end offset), None without one that has the topic. Local
+    copies only."""
     from kafkatx.analysis.cluster_view import build_cluster_view
     from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
 
+    # the metadata log of the cluster the topic's own directories belong to (``cluster.id``);
+    # when they name none, only evidence of a single cluster is used
+    partitions = evidence.all_partitions()
+    mine = {cluster_id_of(p) for p in partitions if p.topic == topic}
+    metas = [p for p in partitions if p.topic == METADATA_TOPIC and "://" not in str(p.path)]
+    named = mine - {None}
+    if named:
+        metas = [p for p in metas if cluster_id_of(p) in named]
+    elif len({cluster_id_of(p) for p in metas} - {None}) > 1:
+        return None
     views = []
-    for p in evidence.all_partitions():
-        if p.topic != METADATA_TOPIC or "://" in str(p.path):
-            continue
+    for p in metas:
         try:
             views.append(build_cluster_view(open_metadata_dir(Path(str(p.path)))))
         except (KafkatxError, OSError):

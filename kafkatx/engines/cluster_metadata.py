@@ -8,17 +8,13 @@ log) with every live partition dir found (``kafkatx.analysis.cluster_joins``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from kafkatx.analysis.cluster_joins import annotate_offset_gaps, join_partitions
 from kafkatx.analysis.cluster_view import ClusterView, build_cluster_view
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.engines.local import Inspection
 from kafkatx.engines.partition_facts import gather_partition_facts
-from kafkatx.errors import KafkatxError
-from kafkatx.formats.checkpoints import read_meta_properties
-from kafkatx.storage.discovery import Discovery, PartitionDir, discover
-from kafkatx.storage.files import read_text
+from kafkatx.storage.discovery import Discovery, PartitionDir, cluster_id_of, discover
 from kafkatx.storage.filesystems import is_uri
 from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
 
@@ -37,20 +33,6 @@ def cluster_views(paths: Sequence[str], *, as_of_offset: int | None = None,
             for p in _metadata_dirs(paths, discovery)]
 
 
-def _cluster_id(pdir: PartitionDir, cache: dict[Path, str | None]) -> str | None:
-    """``cluster.id`` of the ``meta.properties`` of the log dir holding ``pdir`` (if any)."""
-    log_dir = pdir.log_dir
-    if log_dir is None or log_dir.meta_properties is None:
-        return None
-    if log_dir.path not in cache:
-        try:
-            cache[log_dir.path] = read_meta_properties(
-                read_text(log_dir.meta_properties), path=str(log_dir.meta_properties)).cluster_id
-        except KafkatxError:
-            cache[log_dir.path] = None
-    return cache[log_dir.path]
-
-
 def join_inspection(paths: Sequence[str], result: Inspection) -> None:
     """Add the metadata-log joins to ``result`` (findings ranked again) and its views.
 
@@ -63,19 +45,18 @@ def join_inspection(paths: Sequence[str], result: Inspection) -> None:
     result.clusters = views
     if not views or result.discovery is None:
         return
-    ids: dict[Path, str | None] = {}
     by_cluster: dict[str | None, ClusterView] = {}
     for pdir, view in zip(metas, views, strict=True):
-        cid = _cluster_id(pdir, ids)
+        cid = cluster_id_of(pdir)
         best = by_cluster.get(cid)
         if best is None or (view.log_end_offset or 0) > (best.log_end_offset or 0):
             by_cluster[cid] = view
 
     partitions = result.discovery.all_partitions()
-    named = {c for c in (_cluster_id(p, ids) for p in partitions) if c is not None}
+    named = {c for c in (cluster_id_of(p) for p in partitions) if c is not None}
 
     def view_for(pdir: PartitionDir) -> ClusterView | None:
-        cid = _cluster_id(pdir, ids)
+        cid = cluster_id_of(pdir)
         if cid in by_cluster:
             return by_cluster[cid]
         if len(by_cluster) == 1 and len(named) <= 1 and (cid is None or None in by_cluster):

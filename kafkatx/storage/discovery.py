@@ -616,3 +616,26 @@ def high_watermarks(
     path = log_dir.checkpoints.get(HIGH_WATERMARK_CHECKPOINT)
     checkpoint = None if path is None else _read_checkpoint(path, problems)
     return {} if checkpoint is None else checkpoint.as_map()
+
+
+_CLUSTER_IDS: dict[str, str | None] = {}
+
+
+def cluster_id_of(pdir: PartitionDir) -> str | None:
+    """``cluster.id`` of the ``meta.properties`` of the log dir holding ``pdir`` (None: no log
+    dir, no such file, or one that does not read)."""
+    from kafkatx.errors import KafkatxError
+    from kafkatx.formats.checkpoints import read_meta_properties
+    from kafkatx.storage.files import read_text
+
+    log_dir = pdir.log_dir
+    if log_dir is None or log_dir.meta_properties is None:
+        return None
+    key = str(log_dir.meta_properties)
+    if key not in _CLUSTER_IDS:
+        try:
+            _CLUSTER_IDS[key] = read_meta_properties(read_text(log_dir.meta_properties),
+                                                     path=key).cluster_id
+        except KafkatxError:
+            _CLUSTER_IDS[key] = None
+    return _CLUSTER_IDS[key]

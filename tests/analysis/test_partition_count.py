@@ -216,3 +216,28 @@ def test_the_kraft_metadata_log_gives_the_count(sc: Scenario) -> None:
     assert not of_kind(result.findings, "wrong_coordinator_partition")
     assert read_coordinator([sc.root]).num_partitions_assumed == 20
     assert read_coordinator([sc.root], num_partitions=30).partition_count.source == GIVEN
+
+
+def test_another_clusters_metadata_log_is_not_used(sc: Scenario, tmp_path: Path) -> None:
+    """A metadata log describes its own cluster only (``cluster.id`` in ``meta.properties``,
+    ``MetaPropertiesEnsemble``): evidence holding a second cluster's metadata log with 20
+    ``__transaction_state`` partitions does not set this cluster's count."""
+    from fixtures.generate_kraft import MetadataLog, partition_record, topic_record
+    from kafkatx.engines.local import inspect_paths
+    from kafkatx.formats.checkpoints import build_meta_properties
+
+    sc.num_partitions = 10
+    sc.coordinator("one-id", [v(S.EMPTY, 7000, 0)])
+    other = tmp_path / "other-cluster"
+    log = MetadataLog(other / "__cluster_metadata-0")
+    log.leader_change(T0, 1)
+    log.records(T0 + 1_000, topic_record("__transaction_state"),
+                *(partition_record("__transaction_state", p) for p in range(20)))
+    log.writer.close()
+    sc.inspect()  # writes the broker's log dir
+    for root, cid in ((sc.root, "AAAAAAAAAAAAAAAAAAAAAA"), (other, "BBBBBBBBBBBBBBBBBBBBBA")):
+        (root / "meta.properties").write_bytes(build_meta_properties(
+            {"version": "1", "node.id": "1", "cluster.id": cid}))
+    result = inspect_paths([sc.root, other])
+    count = result.coordinator.partition_count
+    assert count is not None and count.source != METADATA and count.count != 20
