@@ -141,6 +141,7 @@ def prepare(
             notes.append("no high watermark checkpoint for this partition: the log end offset is "
                          "used as the high watermark")
     stable = stable_offsets(replay.state, leo, hw)
+    hw = leo if stable.high_watermark is None else stable.high_watermark
     rebuilt = [AbortedTxnEntry(producer_id=a.producer_id, first_offset=a.first_offset,
                                last_offset=a.last_offset, last_stable_offset=a.last_stable_offset)
                for a in replay.expected_aborted]

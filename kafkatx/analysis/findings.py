@@ -43,14 +43,14 @@ KINDS: dict[str, FindingKind] = {
     "coordinator_epoch_regression": FindingKind(
         ERROR, "a marker from an older coordinator than an earlier marker"),
     "empty_transaction": FindingKind(INFO, "a marker that closes no data in this partition"),
-    "marker_without_transaction": FindingKind(
-        WARNING, "a marker for a producer never seen in this partition"),
     "unexpected_control_batch": FindingKind(WARNING, "a non-transaction control batch in data"),
     "open_transaction": FindingKind(WARNING, "a transaction with no marker yet"),
     "lso_pinned": FindingKind(
         ERROR, "an open transaction idle past find-hanging's threshold holds the LSO"),
     "high_watermark_beyond_log_end": FindingKind(
         WARNING, "the checkpointed high watermark is above the log end offset"),
+    "high_watermark_below_log_start": FindingKind(
+        WARNING, "the checkpointed high watermark is below the log start offset"),
     # Several brokers' copies of a partition
     "replica_lagging": FindingKind(INFO, "a copy ends before the leader's, nothing diverges"),
     "replica_divergence": FindingKind(

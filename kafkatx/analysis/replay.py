@@ -438,12 +438,14 @@ class PartitionReplayer:
         psm.update(info)
         kind = "COMMIT" if ctl_type == ControlType.COMMIT else "ABORT"
         if completed is None:
+            # Kafka writes a marker to every partition of the transaction, also one the producer
+            # was added to and never wrote (TransactionMarkerChannelManager): an empty one.
             self.result.events.append(ReplayEvent(
-                kind="empty_transaction" if known else "marker_without_transaction", batch=ref,
+                kind="empty_transaction", batch=ref,
                 message=(f"{kind} marker for producer {pid} epoch {epoch} closes no data in this "
-                         "partition" + ("" if known else
-                                        "; the producer has no earlier batch here (its data may "
-                                        "have been deleted, or the marker is stray)"))))
+                         "partition: the producer was added to the transaction and wrote nothing "
+                         "here" + ("" if known else
+                                   " (or its data was deleted by retention or the cleaner)"))))
             return
         self._completed(completed, pid, epoch, ts, coordinator_epoch)
 
@@ -593,25 +595,43 @@ class PartitionReplayer:
 class StableOffsets:
     """The partition's LSO and what decides it (``UnifiedLog#lastStableOffset``)."""
 
-    high_watermark: int | None
+    high_watermark: int | None  # the broker's: the checkpoint's, clamped to [log start, LEO]
     last_stable_offset: int
     lso_source: str  # open_transaction | unreplicated_transaction | high_watermark | log_end_offset
+    checkpoint_high_watermark: int | None = None  # as replication-offset-checkpoint says it
+
+
+def clamp_high_watermark(high_watermark: int, log_start_offset: int, log_end_offset: int) -> int:
+    """``UnifiedLog#updateHighWatermark``: raised to the log start, lowered to the log end."""
+    if high_watermark < log_start_offset:
+        return log_start_offset
+    if high_watermark >= log_end_offset:
+        return log_end_offset
+    return high_watermark
 
 
 def stable_offsets(state: ProducerStateManager, log_end_offset: int,
-                   high_watermark: int | None) -> StableOffsets:
-    """LSO = min(first unstable offset, HW); the HW is the checkpointed one, else the LEO.
+                   high_watermark: int | None, log_start_offset: int = 0) -> StableOffsets:
+    """LSO = min(first unstable offset, HW); the HW is the checkpointed one (clamped as the
+    broker clamps it when it loads the partition), else the LEO.
 
     ``state`` is advanced to the HW (``onHighWatermarkUpdated``): completed transactions whose
-    marker is at or above it stay unstable, as in Kafka.
+    marker is at or above it stay unstable, as in Kafka. A first unstable offset below the log
+    start offset counts as the log start (``UnifiedLog#maybeIncrementFirstUnstableOffset``).
     """
-    hw = log_end_offset if high_watermark is None else high_watermark
+    hw = (log_end_offset if high_watermark is None
+          else clamp_high_watermark(high_watermark, log_start_offset, log_end_offset))
     state.on_high_watermark_updated(hw)
     first_unstable = state.first_unstable_offset()
+    if first_unstable is not None:
+        first_unstable = max(first_unstable, log_start_offset)
     lso = last_stable_offset(first_unstable, hw)
     if first_unstable is not None and first_unstable < hw:
         undecided = state.first_undecided_offset()
+        undecided = None if undecided is None else max(undecided, log_start_offset)
         source = "open_transaction" if undecided == first_unstable else "unreplicated_transaction"
     else:
         source = "high_watermark" if high_watermark is not None else "log_end_offset"
-    return StableOffsets(high_watermark=high_watermark, last_stable_offset=lso, lso_source=source)
+    return StableOffsets(high_watermark=None if high_watermark is None else hw,
+                         last_stable_offset=lso, lso_source=source,
+                         checkpoint_high_watermark=high_watermark)

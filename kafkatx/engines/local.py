@@ -223,7 +223,7 @@ def analyze_partition(
                                       snapshot=read_producer_snapshot(raw, path=str(path))))
     snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, lso_start, leo, scan_of)
 
-    stable = stable_offsets(replay.state, leo, high_watermark)
+    stable = stable_offsets(replay.state, leo, high_watermark, lso_start)
     pctx = PartitionContext(
         topic=topic, partition=partition, path=str(pdir.path), replay=replay, stable=stable,
         log_start_offset=lso_start, log_end_offset=leo,
@@ -238,11 +238,11 @@ def analyze_partition(
         findings.extend(check(pctx))
     if finalize is not None:
         findings = finalize(pdir, pctx, [_placed(f, topic, partition) for f in findings])
-    hw = leo if high_watermark is None else high_watermark
+    hw = leo if stable.high_watermark is None else stable.high_watermark
     report = PartitionReport(
         topic=topic, partition=partition, path=str(pdir.path),
         broker=pdir.log_dir.label if pdir.log_dir is not None else None, state=pdir.state,
-        log_start_offset=lso_start, log_end_offset=leo, high_watermark=high_watermark,
+        log_start_offset=lso_start, log_end_offset=leo, high_watermark=stable.high_watermark,
         last_stable_offset=stable.last_stable_offset, lso_source=stable.lso_source,
         records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,

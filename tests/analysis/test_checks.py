@@ -512,7 +512,7 @@ def test_no_ghost_when_the_tail_closes_the_transaction(tmp_path: Path) -> None:
     b.build()
     result = inspect(tmp_path)
     assert of_kind(result, "ghost_transaction", "snapshot_mismatch") == []
-    assert of_kind(result, "marker_without_transaction")  # its data is gone from the log
+    assert of_kind(result, "empty_transaction")  # its data is gone from the log
 
 
 def test_a_snapshot_at_the_log_start_is_not_loaded(tmp_path: Path) -> None:

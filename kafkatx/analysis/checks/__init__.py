@@ -87,6 +87,7 @@ CHECK_MODULES = (
     "txnindex",
     "snapshots",
     "producer_rules",
+    "high_watermark",
     "transactions",
 )
 

@@ -1,6 +1,6 @@
 """Producer rules a batch broke, as the replay's audit saw them (ProducerAppendInfo's checks):
 sequence_gap, invalid_epoch (zombie writes), invalid_txn_state, coordinator_epoch_regression,
-duplicate_batch, empty_transaction, marker_without_transaction, unexpected_control_batch."""
+duplicate_batch, empty_transaction, unexpected_control_batch."""
 
 from __future__ import annotations
 

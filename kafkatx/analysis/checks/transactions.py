@@ -1,5 +1,4 @@
-"""Open transactions and what they do to the LSO: open_transaction, lso_pinned, and a
-checkpointed high watermark above the log end (high_watermark_beyond_log_end).
+"""Open transactions and what they do to the LSO: open_transaction, lso_pinned.
 
 ``lso_pinned``: an open transaction holding the LSO whose last write is older than
 max(the transaction timeout, ``--max-transaction-timeout-ms``), measured against ``--now`` or
@@ -26,13 +25,6 @@ def abort_command(topic: str, partition: int, start_offset: int) -> str:
 
 
 def check_partition(ctx: PartitionContext) -> Iterator[Finding]:
-    hw = ctx.stable.high_watermark
-    if hw is not None and hw > ctx.log_end_offset:
-        yield Finding(kind="high_watermark_beyond_log_end", topic=ctx.topic,
-                      partition=ctx.partition, offset=hw, location=ctx.path,
-                      message=f"replication-offset-checkpoint says HW {hw}, but the log ends at "
-                              f"{ctx.log_end_offset}: this copy is older than the checkpoint or "
-                              "truncated")
     threshold = max(ctx.transaction_timeout_ms, ctx.max_transaction_timeout_ms)
     for t in ctx.replay.open_transactions:
         yield open_finding(ctx, t, threshold_ms=threshold)

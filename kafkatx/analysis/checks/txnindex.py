@@ -35,7 +35,7 @@ def check_partition(ctx: PartitionContext) -> Iterator[Finding]:
         k = bisect.bisect_right(bases, a.last_offset) - 1
         expected.setdefault(bases[max(k, 0)] if bases else 0, []).append(a)
     lone_markers = {(e.batch.producer_id, e.batch.base_offset) for e in ctx.replay.events
-                    if e.kind in ("empty_transaction", "marker_without_transaction")}
+                    if e.kind == "empty_transaction"}
     for base in sorted(set(expected) | set(ctx.txn_indexes)):
         read = ctx.txn_indexes.get(base)
         want = expected.get(base, [])

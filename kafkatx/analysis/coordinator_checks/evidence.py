@@ -30,7 +30,7 @@ from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.files import open_bytes
 
-_LONE = ("empty_transaction", "marker_without_transaction")
+_LONE = ("empty_transaction",)
 
 
 def partition_evidence(ctx: PartitionContext, *, now_ms: int,
