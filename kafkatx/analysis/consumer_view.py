@@ -16,7 +16,8 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatx.analysis.replay import PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.analysis.partition_load import load_partition, read_snapshots
+from kafkatx.analysis.replay import PartitionReplayer, ReplayResult
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.record_batch import (
     ControlType,
@@ -107,23 +108,31 @@ def prepare(
     as_of_offset: int | None = None,
     index_source: str = "file",
     scan: Callable[[Path], SegmentScan] | None = None,
+    log_start_offset: int | None = None,
 ) -> ConsumerView:
-    """Rebuild the partition up to ``as_of_offset`` and decide the fetch bounds and aborted set.
+    """Rebuild the partition up to ``as_of_offset`` as the broker loads it (its newest loadable
+    snapshot plus the log tail, :mod:`kafkatx.analysis.partition_load`) and decide the fetch
+    bounds and aborted set.
 
-    ``scan`` returns a segment's scan by ``.log`` path (default: read and scan it here).
+    ``scan`` returns a segment's scan by ``.log`` path (default: read and scan it here);
+    ``log_start_offset`` is the checkpointed one (the first segment's base offset is the floor).
     """
     scan_of = _scan if scan is None else scan
     replayer = PartitionReplayer()
     notes: list[str] = []
     end_cut = as_of_offset
-    for seg in pdir.segments:
-        if seg.log is None:
-            continue
-        if end_cut is not None and seg.base_offset >= end_cut:
-            break
-        scan = scan_of(seg.log)
-        if end_cut is not None:
-            scan = _truncate_scan(scan, end_cut)
+    logs = [seg for seg in pdir.segments if seg.log is not None
+            and (end_cut is None or seg.base_offset < end_cut)]
+
+    def scans(start: int = 0) -> Iterator[SegmentScan]:
+        for i, seg in enumerate(logs):
+            if i + 1 < len(logs) and logs[i + 1].base_offset <= start:
+                continue
+            assert seg.log is not None
+            scan = scan_of(seg.log)
+            yield scan if end_cut is None else _truncate_scan(scan, end_cut)
+
+    for scan in scans():
         replayer.feed(scan)
     replay: ReplayResult = replayer.result
     leo = replay.log_end_offset
@@ -140,7 +149,11 @@ def prepare(
         if high_watermark is None:
             notes.append("no high watermark checkpoint for this partition: the log end offset is "
                          "used as the high watermark")
-    stable = stable_offsets(replay.state, leo, hw)
+    first_base = pdir.segments[0].base_offset if pdir.segments else 0
+    log_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
+    loaded = load_partition(replay, read_snapshots(pdir.snapshots), scans,
+                            log_start_offset=log_start, log_end_offset=leo, high_watermark=hw)
+    stable = loaded.stable
     hw = leo if stable.high_watermark is None else stable.high_watermark
     rebuilt = [AbortedTxnEntry(producer_id=a.producer_id, first_offset=a.first_offset,
                                last_offset=a.last_offset, last_stable_offset=a.last_stable_offset)
@@ -149,11 +162,9 @@ def prepare(
     disagreements = _compare(from_files, rebuilt)
     aborted = rebuilt if index_source == "rebuild" else from_files
     pinning = None
-    first_unstable = replay.state.first_unstable_offset()
-    if first_unstable is not None and first_unstable < hw:
-        for txn in replay.transactions:
-            if txn.first_offset == first_unstable:
-                pinning = (txn.producer_id, txn.producer_epoch, txn.first_offset)
+    for txn in replay.transactions:
+        if stable.held_by(txn.first_offset):
+            pinning = (txn.producer_id, txn.producer_epoch, txn.first_offset)
     if index_source == "file" and disagreements:
         notes.append("the .txnindex files and the ABORT markers disagree (below): this replay "
                      "follows the files, as the broker did; --index-source rebuild follows the "

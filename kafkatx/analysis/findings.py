@@ -33,7 +33,6 @@ KINDS: dict[str, FindingKind] = {
     "txnindex_mismatch": FindingKind(ERROR, "the .txnindex differs from the aborts in the log"),
     "snapshot_mismatch": FindingKind(WARNING, "a producer snapshot differs from the log's state"),
     "corrupt_snapshot": FindingKind(WARNING, "a producer snapshot Kafka would refuse to load"),
-    "ghost_transaction": FindingKind(WARNING, "a snapshot keeps open a transaction with no data"),
     "checkpoint_problem": FindingKind(WARNING, "a checkpoint file is missing, garbled or stale"),
     # Producer and transaction rules
     "sequence_gap": FindingKind(WARNING, "a producer's sequence numbers skip or go back"),

@@ -11,7 +11,7 @@ timestamps and outcome, the .txnindex entries Kafka would have written, every ru
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,12 +80,21 @@ class Transaction:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpectedAbortedTxn:
-    """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn)."""
+    """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn).
+
+    ``last_stable_offset`` is what the leader writes, appending the marker on its own. A
+    follower appends a whole fetched chunk, updates the producers with all of it, and only then
+    computes the LSO of each transaction the chunk completed (``UnifiedLog#append`` ->
+    ``ProducerStateManager#lastStableOffset``): where the leader found no other transaction
+    open (marker + 1), a transaction another producer began later in the same chunk counts too.
+    ``follower_last_stable_offset`` is that value (None: a follower writes the leader's).
+    """
 
     producer_id: int
     first_offset: int
     last_offset: int
     last_stable_offset: int
+    follower_last_stable_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +116,9 @@ class ReplayEvent:
     kind: str
     batch: BatchRef
     message: str
+    # The last offset of the producer's previous data batch, as its state has it (None: none);
+    # the rules for cleaned and retention-cut history look at it.
+    previous_offset: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -180,6 +192,10 @@ class PartitionReplayer:
         self._open: dict[int, Transaction] = {}
         self._snapshot_offsets = sorted(set(snapshot_offsets))
         self._current: BatchRef | None = None
+        self._previous: int | None = None  # the current batch's producer's last data offset
+        # producer id -> expected_aborted indexes whose follower LSO waits for the next
+        # transaction another producer begins
+        self._awaiting_next_txn: dict[int, list[int]] = {}
         for entry in self.result.state.producers.values():
             if entry.current_txn_first_offset is not None:
                 # A transaction a snapshot remembers as open: its batches lie before the replay.
@@ -193,7 +209,8 @@ class PartitionReplayer:
     def _audit(self, violation: Violation) -> None:
         assert self._current is not None
         self.result.events.append(ReplayEvent(kind=violation.kind, batch=self._current,
-                                              message=violation.message))
+                                              message=violation.message,
+                                              previous_offset=self._previous))
 
     def _maybe_record_snapshot(self, next_offset: int) -> None:
         while self._snapshot_offsets and self._snapshot_offsets[0] <= next_offset:
@@ -360,6 +377,8 @@ class PartitionReplayer:
             elif kind == EVENT_TXN_START:
                 pid = ev_pid[i]
                 first = ev_first[i]
+                if self._awaiting_next_txn:
+                    self._next_txn_started(pid, first)
                 epoch, last_data, first_ts, last_ts, batches, records = txn_fields[ref]
                 txn = Transaction(
                     producer_id=pid, producer_epoch=epoch, first_offset=first,
@@ -386,12 +405,14 @@ class PartitionReplayer:
               max_ts: int, count: int, is_txn: bool) -> None:
         psm = self.result.state
         entry = psm.last_entry(pid)
+        self._previous = (entry.last_data_offset if entry is not None
+                          and entry.last_data_offset >= 0 else None)
         if entry is not None and base_seq >= 0 and self.audit_origin == AppendOrigin.CLIENT:
             dup = entry.find_duplicate_batch(epoch, base_seq, last_seq)
             if dup is not None:
                 assert self._current is not None
                 self.result.events.append(ReplayEvent(
-                    kind="duplicate_batch", batch=self._current,
+                    kind="duplicate_batch", batch=self._current, previous_offset=self._previous,
                     message=f"producer {pid} epoch {epoch} sequences {base_seq}..{last_seq} were "
                             f"already written at offsets {dup.first_offset}..{dup.last_offset}: "
                             "a duplicate the leader should have answered, not appended"))
@@ -404,6 +425,8 @@ class PartitionReplayer:
         psm.update(info)
         if not is_txn:
             return
+        if info.started_transactions and self._awaiting_next_txn:
+            self._next_txn_started(pid, base)
         txn = self._open.get(pid)
         if info.started_transactions or txn is None:
             txn = Transaction(producer_id=pid, producer_epoch=epoch, first_offset=base,
@@ -417,19 +440,45 @@ class PartitionReplayer:
         txn.batches += 1
         txn.records += count
 
+    def _next_txn_started(self, pid: int, first_offset: int) -> None:
+        """Another producer's transaction began: a follower's chunk holding both could have
+        written its first offset as the LSO of the aborted ones waiting for it."""
+        expected = self.result.expected_aborted
+        for other in [p for p in self._awaiting_next_txn if p != pid]:
+            for k in self._awaiting_next_txn.pop(other):
+                expected[k] = replace(expected[k], follower_last_stable_offset=first_offset)
+
+    def _follower_lsos(self, starts: list[tuple[int, int, int]],
+                       waits: list[tuple[int, int, int]]) -> None:
+        """``_next_txn_started`` and the waiting aborted transactions of a bulk run, in log
+        order: ``starts`` (row, producer id, first offset), ``waits`` (row, producer id,
+        expected_aborted index)."""
+        events = sorted([(row, 0, pid, first) for row, pid, first in starts]
+                        + [(row, 1, pid, k) for row, pid, k in waits])
+        for _row, is_wait, pid, value in events:
+            if is_wait:
+                self._awaiting_next_txn.setdefault(pid, []).append(value)
+            elif self._awaiting_next_txn:
+                self._next_txn_started(pid, value)
+
     def _marker(self, pid: int, epoch: int, ts: int, count: int, ctl_type: int,
                 coordinator_epoch: int) -> None:
         ref = self._current
         assert ref is not None
+        psm = self.result.state
+        self._previous = None
         if count == 0:
-            return  # emptied by the cleaner: the whole transaction is gone (Kafka: no-op)
+            # Emptied by the cleaner: ProducerAppendInfo#append appends nothing, but
+            # UnifiedLog#updateProducers still runs prepareUpdate/update (an unknown producer
+            # gets an empty entry).
+            psm.update(psm.prepare_update(pid, AppendOrigin.REPLICATION))
+            return
         if ctl_type not in (ControlType.ABORT, ControlType.COMMIT):
             self.result.events.append(ReplayEvent(
                 kind="unexpected_control_batch", batch=ref,
                 message=f"control batch of type {ctl_type} from producer {pid} in a data "
                         "partition; Kafka only expects COMMIT/ABORT markers here"))
             return
-        psm = self.result.state
         known = psm.last_entry(pid) is not None
         info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
         completed = info.append_end_txn_marker(
@@ -521,8 +570,10 @@ class PartitionReplayer:
         metas = [m for _, m in new_meta]
         done: list[tuple[int, TxnMetadata]] = []
         aborted = cols.control_type[marker_rows] == ControlType.ABORT
-        for ref, j, pid, off, ts, epoch, coord, abort, stable in zip(
-                marker_refs.tolist(), closing.tolist(), pids[marker_refs].tolist(),
+        waits: list[tuple[int, int, int]] = []  # aborted ones a follower may write otherwise
+        for row, ref, j, pid, off, ts, epoch, coord, abort, stable in zip(
+                marker_rows.tolist(), marker_refs.tolist(), closing.tolist(),
+                pids[marker_refs].tolist(),
                 marker_offset.tolist(), cols.max_timestamp[marker_rows].tolist(),
                 cols.producer_epoch[marker_rows].tolist(),
                 cols.coordinator_epoch[marker_rows].tolist(), aborted.tolist(), lso.tolist(),
@@ -531,6 +582,8 @@ class PartitionReplayer:
             meta.last_offset = off
             done.append((meta.first_offset, meta))
             if abort:
+                if stable == off + 1:
+                    waits.append((row, pid, len(res.expected_aborted)))
                 res.expected_aborted.append(ExpectedAbortedTxn(
                     producer_id=pid, first_offset=meta.first_offset, last_offset=off,
                     last_stable_offset=stable))
@@ -545,6 +598,10 @@ class PartitionReplayer:
         for txn in txn_objs.values():
             if txn.marker_offset is None:
                 self._open[txn.producer_id] = txn
+        if waits or self._awaiting_next_txn:
+            self._follower_lsos(list(zip(rows[start_ev].tolist(), pids[start_refs].tolist(),
+                                         plan.txn_first_offset[start_refs].tolist(),
+                                         strict=True)), waits)
         still = end_row == np.iinfo(np.int64).max
         psm.ongoing_txns = type(psm.ongoing_txns)()
         psm.ongoing_txns.put_all([(x.first_offset, x) for i, x in enumerate(before) if still[i]]
@@ -572,6 +629,9 @@ class PartitionReplayer:
         psm = self.result.state
         lso = psm.last_stable_offset(completed)
         if completed.is_aborted:
+            if lso == completed.last_offset + 1:
+                self._awaiting_next_txn.setdefault(pid, []).append(
+                    len(self.result.expected_aborted))
             self.result.expected_aborted.append(ExpectedAbortedTxn(
                 producer_id=pid, first_offset=completed.first_offset,
                 last_offset=completed.last_offset, last_stable_offset=lso))
@@ -599,6 +659,13 @@ class StableOffsets:
     last_stable_offset: int
     lso_source: str  # open_transaction | unreplicated_transaction | high_watermark | log_end_offset
     checkpoint_high_watermark: int | None = None  # as replication-offset-checkpoint says it
+    # The first offset of the transaction holding the LSO (below the LSO when it began under
+    # the log start offset); None when the HW decides the LSO.
+    holder_first_offset: int | None = None
+
+    def held_by(self, first_offset: int) -> bool:
+        """Whether the transaction starting at ``first_offset`` holds the LSO."""
+        return self.holder_first_offset is not None and first_offset == self.holder_first_offset
 
 
 def clamp_high_watermark(high_watermark: int, log_start_offset: int, log_end_offset: int) -> int:
@@ -622,16 +689,15 @@ def stable_offsets(state: ProducerStateManager, log_end_offset: int,
     hw = (log_end_offset if high_watermark is None
           else clamp_high_watermark(high_watermark, log_start_offset, log_end_offset))
     state.on_high_watermark_updated(hw)
-    first_unstable = state.first_unstable_offset()
-    if first_unstable is not None:
-        first_unstable = max(first_unstable, log_start_offset)
+    holder = state.first_unstable_offset()
+    first_unstable = None if holder is None else max(holder, log_start_offset)
     lso = last_stable_offset(first_unstable, hw)
     if first_unstable is not None and first_unstable < hw:
-        undecided = state.first_undecided_offset()
-        undecided = None if undecided is None else max(undecided, log_start_offset)
-        source = "open_transaction" if undecided == first_unstable else "unreplicated_transaction"
+        source = ("open_transaction" if state.first_undecided_offset() == holder
+                  else "unreplicated_transaction")
     else:
         source = "high_watermark" if high_watermark is not None else "log_end_offset"
+        holder = None
     return StableOffsets(high_watermark=None if high_watermark is None else hw,
                          last_stable_offset=lso, lso_source=source,
-                         checkpoint_high_watermark=high_watermark)
+                         checkpoint_high_watermark=high_watermark, holder_first_offset=holder)

@@ -28,7 +28,7 @@ from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
-from kafkatx.storage.discovery import discover, high_watermarks
+from kafkatx.storage.discovery import discover, high_watermarks, log_start_offsets
 
 CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
                "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
@@ -81,12 +81,14 @@ def replay_command(
     pdir = find_partition(disc.all_partitions(), topic, partition) if broker is None \
         else replica_of(disc.all_partitions(), topic, partition, broker)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
+    start = log_start_offsets(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
     size = sum(s.log_size for s in pdir.segments)
     with open_engine(engine.config, input_bytes=size) as runner, \
             _records_output(engine.output) as out:
         view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
-                                    as_of_offset=as_of_offset, index_source=index_source)
+                                    as_of_offset=as_of_offset, index_source=index_source,
+                                    log_start_offset=start)
         _print_header(err, view)
         problems: list[str] = []
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,

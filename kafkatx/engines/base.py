@@ -67,7 +67,8 @@ class Engine(Protocol):
 
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
-                      index_source: str = "file") -> ConsumerView:
+                      index_source: str = "file",
+                      log_start_offset: int | None = None) -> ConsumerView:
         """The replayed moment of one partition (see ``consumer_view.prepare``)."""
         ...
 

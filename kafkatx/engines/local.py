@@ -21,26 +21,25 @@ import numpy as np
 from kafkatx.analysis.checks import (
     PartitionContext,
     SegmentContext,
-    SnapshotFile,
     partition_checks,
     segment_checks,
 )
+from kafkatx.analysis.cleaned import cleaned_end, cleaning_evidence_end
 from kafkatx.analysis.coordinator import CoordinatorView
 from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
+from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult, stable_offsets
+from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.errors import FormatError
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
-from kafkatx.formats.producer_snapshot import read_producer_snapshot
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import read_time_index
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import read_txn_index
-from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.storage.discovery import (
     Discovery,
     LogDir,
@@ -127,15 +126,19 @@ class _LastScan:
         return self.scan
 
 
-def _root_offsets(log_dir: LogDir | None) -> tuple[dict[tuple[str, int], int],
-                                                     dict[tuple[str, int], int], list[Finding]]:
-    """High watermarks and log start offsets from a log dir's checkpoint files."""
+RootOffsets = dict[tuple[str, int], int]
+
+
+def _root_offsets(log_dir: LogDir | None) -> tuple[list[RootOffsets], list[Finding]]:
+    """High watermarks, log start offsets and the cleaner's first dirty offsets from a log dir's
+    checkpoint files."""
     if log_dir is None:
-        return {}, {}, []
+        return [{}, {}, {}], []
     findings: list[Finding] = []
     cps = read_root_checkpoints(log_dir)
-    out: list[dict[tuple[str, int], int]] = []
-    for name in ("replication-offset-checkpoint", "log-start-offset-checkpoint"):
+    out: list[RootOffsets] = []
+    for name in ("replication-offset-checkpoint", "log-start-offset-checkpoint",
+                 "cleaner-offset-checkpoint"):
         cp = cps.get(name)
         values: dict[tuple[str, int], int] = {}
         if cp is not None:
@@ -145,7 +148,7 @@ def _root_offsets(log_dir: LogDir | None) -> tuple[dict[tuple[str, int], int],
                 findings.append(Finding(kind="checkpoint_problem", message=f"{name}: {p.message}",
                                         location=f"{p.path}:{p.position}" if p.path else None))
         out.append(values)
-    return out[0], out[1], findings
+    return out, findings
 
 
 def analyze_partition(
@@ -153,12 +156,16 @@ def analyze_partition(
     *,
     high_watermark: int | None = None,
     log_start_offset: int | None = None,
+    cleaner_offset: int | None = None,
     options: AnalysisOptions = AnalysisOptions(),
     progress: Progress | None = None,
     scan: ScanOf | None = None,
     finalize: Finalize | None = None,
 ) -> PartitionReport:
     """Everything kafkatx knows about one partition dir.
+
+    ``high_watermark``, ``log_start_offset`` and ``cleaner_offset`` (the first dirty offset)
+    are the root checkpoints' values for it (None: not there).
 
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan the file here);
     the Spark engine answers it from the rows its data source scanned on the executors.
@@ -174,6 +181,7 @@ def analyze_partition(
     segments = list(pdir.segments)
     ranges: list[tuple[int, int, Path]] = []  # (first, last offset, log path) per segment
     previous_last: int | None = None
+    evidence: list[int | None] = []  # per segment: how far it shows the cleaner has been
     size = 0
     for i, seg in enumerate(segments):
         if seg.log is None:
@@ -207,6 +215,7 @@ def analyze_partition(
             txn_index_paths[seg.base_offset] = str(seg.txnindex)
         for check in seg_checks:
             findings.extend(check(ctx))
+        evidence.append(cleaning_evidence_end(scan, previous_last))
         if len(h):
             previous_last = int(h.last_offset[-1])
         del scan, ctx
@@ -215,21 +224,18 @@ def analyze_partition(
     first_base = segments[0].base_offset if segments else 0
     lso_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
 
-    snapshots: list[SnapshotFile] = []
-    for off, path in pdir.snapshots:
-        raw = _read_small(path)
-        assert raw is not None
-        snapshots.append(SnapshotFile(offset=off, path=str(path),
-                                      snapshot=read_producer_snapshot(raw, path=str(path))))
-    snap_replay, snap_offset = _replay_from_snapshot(snapshots, ranges, lso_start, leo, scan_of)
-
-    stable = stable_offsets(replay.state, leo, high_watermark, lso_start)
+    snapshots = read_snapshots(pdir.snapshots)
+    loaded = load_partition(replay, snapshots, lambda start: _tail(ranges, start, scan_of),
+                            log_start_offset=lso_start, log_end_offset=leo,
+                            high_watermark=high_watermark)
+    stable = loaded.stable
     pctx = PartitionContext(
         topic=topic, partition=partition, path=str(pdir.path), replay=replay, stable=stable,
         log_start_offset=lso_start, log_end_offset=leo,
         segment_bases=[s.base_offset for s in segments], txn_indexes=txn_indexes,
-        txn_index_paths=txn_index_paths, snapshots=snapshots, snapshot_replay=snap_replay,
-        snapshot_replay_offset=snap_offset,
+        txn_index_paths=txn_index_paths, snapshots=snapshots,
+        snapshot_replay=loaded.snapshot_replay, snapshot_replay_offset=loaded.snapshot_offset,
+        cleaned_end=cleaned_end(cleaner_offset, evidence, leo),
         now_ms=options.now_ms if options.now_ms is not None else replay.max_timestamp,
         transaction_timeout_ms=options.transaction_timeout_ms,
         max_transaction_timeout_ms=options.max_transaction_timeout_ms,
@@ -247,7 +253,7 @@ def analyze_partition(
         records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
-        producers=len(replay.state.producers),
+        producers=len(loaded.state.producers),
         transactions_committed=sum(t.outcome == COMMITTED for t in replay.transactions),
         transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN) for t in replay.transactions),
         longest_transaction_ms=_longest(replay),
@@ -272,27 +278,12 @@ def _longest(replay: ReplayResult) -> int | None:
     return max(spans) if spans else None
 
 
-def _replay_from_snapshot(
-    snapshots: list[SnapshotFile], ranges: list[tuple[int, int, Path]], log_start: int, leo: int,
-    scan_of: ScanOf = _scan,
-) -> tuple[ReplayResult | None, int | None]:
-    """Rebuild as a restarting broker: newest loadable snapshot in (log start, LEO], then the
-    log tail (``ProducerStateManager#truncateAndReload`` deletes the snapshots outside that range).
-
-    Producers are not expired on load (the broker's clock at restart is unknown offline).
-    """
-    usable = [s for s in snapshots
-              if log_start < s.offset <= leo and s.snapshot.loadable]
-    if not usable:
-        return None, None
-    snap = max(usable, key=lambda s: s.offset)
-    state = ProducerStateManager()
-    state.load_snapshot(list(snap.snapshot.entries), snap.offset)
-    replayer = PartitionReplayer(state=state, start_offset=snap.offset)
+def _tail(ranges: list[tuple[int, int, Path]], start: int, scan_of: ScanOf
+          ) -> Iterator[SegmentScan]:
+    """The scans of the segments holding offsets at or above ``start``."""
     for _first, last, path in ranges:
-        if last >= snap.offset:
-            replayer.feed(scan_of(path))
-    return replayer.result, snap.offset
+        if last >= start:
+            yield scan_of(path)
 
 
 def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
@@ -314,7 +305,8 @@ def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
     return total
 
 
-Work = list[tuple[PartitionDir, int | None, int | None]]  # (dir, high watermark, log start)
+# (dir, high watermark, log start, the cleaner's first dirty offset) from the root checkpoints
+Work = list[tuple[PartitionDir, int | None, int | None, int | None]]
 
 
 def start_inspection(
@@ -335,16 +327,16 @@ def start_inspection(
                                              max_timeout_ms=options.max_transaction_timeout_ms,
                                              keep_timeline=keep_timeline,
                                              selection=selection or Selection())
-    checkpoints: dict[int, tuple[dict, dict]] = {}
+    checkpoints: dict[int, list[RootOffsets]] = {}
     for log_dir in disc.log_dirs:
-        hws, starts, cp_findings = _root_offsets(log_dir)
-        checkpoints[id(log_dir)] = (hws, starts)
+        offsets, cp_findings = _root_offsets(log_dir)
+        checkpoints[id(log_dir)] = offsets
         result.findings.extend(cp_findings)
     work: Work = []
     for pdir in disc.all_partitions():
-        hws, starts = checkpoints.get(id(pdir.log_dir), ({}, {}))
+        hws, starts, cleaned = checkpoints.get(id(pdir.log_dir), [{}, {}, {}])
         key = (pdir.topic, pdir.partition)
-        work.append((pdir, hws.get(key), starts.get(key)))
+        work.append((pdir, hws.get(key), starts.get(key), cleaned.get(key)))
     return result, joined, work
 
 
@@ -388,11 +380,12 @@ def inspect_paths(
     ``keep_timeline`` the joined transactions ``selection`` keeps are in ``result.timeline``."""
     result, joined, work = start_inspection(paths, options=options, keep_timeline=keep_timeline,
                                             selection=selection)
-    for pdir, high_watermark, log_start_offset in work:
+    for pdir, high_watermark, log_start_offset, cleaner_offset in work:
         if on_partition is not None:
             on_partition(pdir)
         report = analyze_partition(pdir, high_watermark=high_watermark,
-                                   log_start_offset=log_start_offset, options=options,
+                                   log_start_offset=log_start_offset,
+                                   cleaner_offset=cleaner_offset, options=options,
                                    progress=progress, finalize=joined.on_partition)
         add_partition(result, report)
     return finish_inspection(result, joined)
@@ -413,11 +406,13 @@ class LocalEngine:
 
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
-                      index_source: str = "file") -> ConsumerView:
+                      index_source: str = "file",
+                      log_start_offset: int | None = None) -> ConsumerView:
         from kafkatx.analysis.consumer_view import prepare
 
         return prepare(pdir, isolation=isolation, high_watermark=high_watermark,
-                       as_of_offset=as_of_offset, index_source=index_source)
+                       as_of_offset=as_of_offset, index_source=index_source,
+                       log_start_offset=log_start_offset)
 
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,

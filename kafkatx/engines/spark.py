@@ -134,7 +134,8 @@ def _analyze_group(options: AnalysisOptions) -> Callable[[pa.Table, pa.Table], p
                 return findings
 
             report = analyze_partition(pdir, high_watermark=d["high_watermark"],
-                                       log_start_offset=d["log_start_offset"], options=options,
+                                       log_start_offset=d["log_start_offset"],
+                                       cleaner_offset=pickle.loads(d["extra"]), options=options,
                                        scan=scan_of, finalize=keep)
             out_ord.append(d["ord"])
             out.append(pickle.dumps((report, kept[0]), protocol=pickle.HIGHEST_PROTOCOL))
@@ -347,8 +348,9 @@ class SparkEngine:
         result, joined, work = start_inspection(paths, options=options,
                                                 keep_timeline=keep_timeline,
                                                 selection=selection)
-        pdirs = [pdir for pdir, _, _ in work]
-        extras = [{"high_watermark": hw, "log_start_offset": start} for _, hw, start in work]
+        pdirs = [pdir for pdir, _, _, _ in work]
+        extras = [{"high_watermark": hw, "log_start_offset": start, "extra": cleaner}
+                  for _, hw, start, cleaner in work]
         analysed = (self._per_partition(pdirs, extras, _analyze_group(options),
                                         "analysing partitions") if pdirs else [])
         for pdir, (report, ctx) in zip(pdirs, analysed, strict=True):
@@ -360,9 +362,11 @@ class SparkEngine:
 
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
-                      index_source: str = "file") -> ConsumerView:
+                      index_source: str = "file",
+                      log_start_offset: int | None = None) -> ConsumerView:
         extra = {"isolation": isolation, "high_watermark": high_watermark,
-                 "as_of_offset": as_of_offset, "index_source": index_source}
+                 "as_of_offset": as_of_offset, "index_source": index_source,
+                 "log_start_offset": log_start_offset}
         [view] = self._per_partition([pdir], [{"extra": extra}], _view_group,
                                      "rebuilding the partition")
         return view  # type: ignore[no-any-return]

@@ -51,6 +51,7 @@ from kafkatx.storage.layout import (
 
 MAX_SEARCH_DEPTH = 4  # how far below a given path a log dir may sit (incident/broker-1/var/kafka)
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"  # ReplicaManager.HighWatermarkFilename
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"  # LogManager.LogStartOffsetCheckpointFile
 _ROOT_MARKERS = frozenset({META_PROPERTIES_FILE, CLEAN_SHUTDOWN_FILE, *CHECKPOINT_FILE_NAMES})
 _ROOT_KNOWN_FILES = _ROOT_MARKERS | {LOCK_FILE}
 _STATE_ORDER = {"live": 0, "future": 1, "stray": 2, "delete": 3}
@@ -613,7 +614,20 @@ def high_watermarks(
     """(topic, partition) -> high watermark from ``replication-offset-checkpoint``
     (``ReplicaManager`` HighWatermarkFilename); empty when that file is missing or unreadable.
     Malformed lines are skipped (see ``read_root_checkpoints`` for their problems)."""
-    path = log_dir.checkpoints.get(HIGH_WATERMARK_CHECKPOINT)
+    return _checkpoint_map(log_dir, HIGH_WATERMARK_CHECKPOINT, problems)
+
+
+def log_start_offsets(
+    log_dir: LogDir, problems: list[str] | None = None
+) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> log start offset from ``log-start-offset-checkpoint``, as
+    ``high_watermarks`` reads its file."""
+    return _checkpoint_map(log_dir, LOG_START_CHECKPOINT, problems)
+
+
+def _checkpoint_map(log_dir: LogDir, name: str, problems: list[str] | None
+                    ) -> dict[tuple[str, int], int]:
+    path = log_dir.checkpoints.get(name)
     checkpoint = None if path is None else _read_checkpoint(path, problems)
     return {} if checkpoint is None else checkpoint.as_map()
 

@@ -60,11 +60,14 @@ class PartitionBuilder:
         return ts
 
     def data(self, *, pid: int = -1, epoch: int = 0, n: int = 1, txn: bool = False,
-             seq: int | None = None, at: int | None = None, size: int = 20) -> PartitionBuilder:
-        """One data batch of ``n`` records; sequences continue per producer and epoch."""
+             seq: int | None = None, at: int | None = None, size: int = 20,
+             key: str | None = None) -> PartitionBuilder:
+        """One data batch of ``n`` records; sequences continue per producer and epoch. Keys are
+        unique (``k<offset>``) unless ``key`` names the one every record has."""
         first = self.log_end_offset
         ts = self._tick(at, n)
-        records = [Record(offset=first + i, timestamp=ts + i, key=f"k{first + i}".encode(),
+        records = [Record(offset=first + i, timestamp=ts + i,
+                          key=(f"k{first + i}" if key is None else key).encode(),
                           value=b"v" * size) for i in range(n)]
         base_seq = -1
         if pid >= 0:

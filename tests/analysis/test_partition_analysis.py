@@ -297,7 +297,7 @@ def test_corrupt_snapshot(tmp_path: Path, engine: Engine) -> None:
     [f] = [f for f in result.findings if f.kind == "corrupt_snapshot"]
     assert f.level == "warning" and f.offset == 4
     assert "falls back to 00000000000000000002.snapshot" in f.message
-    assert {"snapshot_mismatch", "ghost_transaction"}.isdisjoint(kinds(result))
+    assert {"snapshot_mismatch"}.isdisjoint(kinds(result))
     assert (only(result).last_stable_offset, only(result).lso_source) == (0, "open_transaction")
 
 
@@ -315,7 +315,7 @@ def test_fixture_logdir(engine: Engine) -> None:
     assert (rows[("payments", 1)].last_stable_offset,
             rows[("payments", 1)].lso_source) == (3, "high_watermark")
     found = kinds(result)
-    assert {"txnindex_mismatch", "snapshot_mismatch", "ghost_transaction", "corrupt_snapshot",
+    assert {"txnindex_mismatch", "snapshot_mismatch", "corrupt_snapshot",
             "index_mismatch", "offset_regression"}.isdisjoint(found)
     assert "open_transaction" in found or "lso_pinned" in found
 

@@ -71,6 +71,7 @@ class PartitionContext:
     snapshots: list[SnapshotFile] = field(default_factory=list)
     snapshot_replay: ReplayResult | None = None  # rebuilt from the newest good snapshot + tail
     snapshot_replay_offset: int | None = None
+    cleaned_end: int = 0  # offsets below it lie in the cleaned prefix (kafkatx.analysis.cleaned)
     now_ms: int = -1  # --now, else the newest timestamp in the log
     transaction_timeout_ms: int = 60_000
     max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout

@@ -1,4 +1,4 @@
-"""Producer snapshots against the log: corrupt_snapshot, snapshot_mismatch, ghost_transaction.
+"""Producer snapshots against the log: corrupt_snapshot, snapshot_mismatch.
 
 A ``<offset>.snapshot`` holds the producer state after every batch below its offset
 (``ProducerStateManager#takeSnapshot``/``#writeSnapshot``: one entry per producer, its last batch
@@ -6,14 +6,19 @@ only). The replay recorded its own state at each snapshot offset; the two must a
 producers Kafka expired (``ProducerStateManager#isProducerExpired``: no open transaction and idle
 for ``producer.id.expiration.ms``) and producers whose batches lie before the replayed log.
 
+Snapshots are written before the log cleaner goes over their offsets: in the cleaned prefix
+(:mod:`kafkatx.analysis.cleaned`) an entry may remember batches and markers the cleaner has
+since removed, which is no mismatch.
+
 A restarting broker (``UnifiedLog#rebuildProducerState`` -> ``ProducerStateManager
 #truncateAndReload``) deletes snapshots beyond the log end or at/below the log start, loads the
 newest one left (``#loadFromSnapshot``; one failing ``#readSnapshot`` with
 ``CorruptSnapshotException`` is deleted and the next older one tried) and replays the tail.
 The engine rebuilt that too (``PartitionContext.snapshot_replay``); where it ends in a different
 state than the whole log, a restart changes the partition's producers or LSO. A transaction the
-loaded snapshot keeps open from below the log start offset has no records left and no marker to
-come from this log: a ghost that holds the LSO after the restart.
+loaded snapshot keeps open from below the log start offset is no difference to report: it is
+the broker's state (:mod:`kafkatx.analysis.partition_load`), reported as an open transaction
+holding the LSO at the log start offset.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import os
 from collections.abc import Iterable, Iterator
 
 from kafkatx.analysis.checks import PartitionContext, SnapshotFile
-from kafkatx.analysis.checks.transactions import abort_command
 from kafkatx.analysis.findings import INFO, Finding, location
 from kafkatx.errors import CorruptSnapshotError
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
@@ -48,7 +52,6 @@ def check_partition(ctx: PartitionContext) -> Iterator[Finding]:
                                  f"{snap.offset}"))
         reported[snap.offset] = {f.producer_id for f in findings if f.producer_id is not None}
         yield from _capped(ctx, snap, findings)
-    yield from _ghosts(ctx)
     yield from _restart(ctx, reported)
 
 
@@ -163,6 +166,10 @@ def _compare(ctx: PartitionContext, snap: SnapshotFile,
         elif w is None:
             if 0 <= h.last_offset < start or (h.last_offset < 0 and start > 0):
                 continue  # state of records before the replayed log: what snapshots are for
+            if ctx.cleaned_end > 0 and h.last_offset < ctx.cleaned_end and (
+                    h.current_txn_first_offset < 0
+                    or _closed_later(ctx, pid, h.current_txn_first_offset)):
+                continue  # the cleaner removed every batch it remembers
             txn = (f", with a transaction open from offset {h.current_txn_first_offset} "
                    "(it would hold the LSO)" if h.current_txn_first_offset >= 0 else "")
             yield finding(pid, h.producer_epoch,
@@ -170,7 +177,8 @@ def _compare(ctx: PartitionContext, snap: SnapshotFile,
                           f"at offset {h.last_offset}){txn}, which the log never shows", h)
         else:
             diffs = [(f, getattr(h, f), getattr(w, f)) for f in FIELDS
-                     if getattr(h, f) != getattr(w, f) and not _explained(f, h, w, start)]
+                     if getattr(h, f) != getattr(w, f) and not _explained(f, h, w, start)
+                     and not _cleaned(ctx, f, h, w)]
             if diffs:
                 text = ", ".join(f"{f} {a} (log: {b})" for f, a, b in diffs)
                 lso = (" (this changes the LSO)" if any(f == "current_txn_first_offset"
@@ -186,10 +194,51 @@ def _explained(name: str, have: ProducerSnapshotEntry, want: ProducerSnapshotEnt
         return False
     if name == "coordinator_epoch":
         return want.coordinator_epoch < 0  # the last marker lies before the replayed log
+    if name in ("last_sequence", "last_offset", "offset_delta"):
+        # The producer's last batch lies before the replayed log, which saw only its marker.
+        return 0 <= have.last_offset < start and want.last_offset < 0
     if name == "current_txn_first_offset":
         # A transaction that began before the replayed log: the replay saw it start later.
         return 0 <= have.current_txn_first_offset < start <= want.current_txn_first_offset
     return False
+
+
+def _cleaned(ctx: PartitionContext, name: str, have: ProducerSnapshotEntry,
+             want: ProducerSnapshotEntry) -> bool:
+    """Differences the log cleaner accounts for when what ``have`` remembers lies in the cleaned
+    prefix (``Cleaner#cleanInto``): the batch it remembers was removed, so the log's last batch
+    is an earlier one (or a record-filtered copy with a smaller max timestamp), the marker that
+    set its coordinator epoch was removed after ``delete.retention.ms``, the first batches of its
+    transaction (or, once it was aborted, all of them: its marker then shows it ended)."""
+    cleaned_end = ctx.cleaned_end
+    if cleaned_end <= 0:
+        return False
+    if name == "current_txn_first_offset":
+        first = have.current_txn_first_offset
+        if want.current_txn_first_offset > first >= 0:
+            return first < cleaned_end
+        return (0 <= first < cleaned_end and want.current_txn_first_offset < 0
+                and _closed_later(ctx, have.producer_id, first))
+    if name == "coordinator_epoch":
+        return want.coordinator_epoch < have.coordinator_epoch
+    if have.last_offset >= cleaned_end:
+        return False
+    if name == "timestamp":
+        return want.timestamp <= have.timestamp
+    if name == "producer_epoch":  # an emptied marker leaves an entry of epoch -1
+        return want.producer_epoch < have.producer_epoch and (
+            want.last_offset < have.last_offset or want.producer_epoch < 0)
+    return want.last_offset < have.last_offset  # last_sequence, last_offset, offset_delta
+
+
+def _closed_later(ctx: PartitionContext, producer_id: int, first_offset: int) -> bool:
+    """Whether the log has a marker of the producer after ``first_offset`` (a transaction the
+    cleaner emptied still shows its end that way)."""
+    if any(t.producer_id == producer_id and t.marker_offset is not None
+           and t.marker_offset > first_offset for t in ctx.replay.transactions):
+        return True
+    return any(e.kind == "empty_transaction" and e.batch.producer_id == producer_id
+               and e.batch.base_offset > first_offset for e in ctx.replay.events)
 
 
 # -- what a restart would do --------------------------------------------------------------------
@@ -204,44 +253,19 @@ def _loaded(ctx: PartitionContext) -> SnapshotFile | None:
     return None
 
 
-def _ghosts(ctx: PartitionContext) -> Iterator[Finding]:
-    """Open transactions of the snapshot a restart loads that start below the log start offset
-    and that the log tail never closes."""
-    snap = _loaded(ctx)
-    if snap is None or ctx.snapshot_replay is None:
-        return
-    final = ctx.snapshot_replay.state.producers
-    for e in snap.snapshot.entries:
-        first = e.current_txn_first_offset
-        if not 0 <= first < ctx.log_start_offset:
-            continue
-        now = final.get(e.producer_id)
-        if now is None or now.current_txn_first_offset != first:
-            continue  # closed by a marker in the log tail
-        yield Finding(
-            kind="ghost_transaction", topic=ctx.topic, partition=ctx.partition,
-            producer_id=e.producer_id, producer_epoch=e.producer_epoch, offset=first,
-            location=location(snap.path, e.file_position),
-            message=f"{_name(snap)} keeps producer {e.producer_id}'s transaction open from offset "
-                    f"{first}, below the log start offset {ctx.log_start_offset}: its records "
-                    "were deleted and no marker follows, so a broker restarting from this "
-                    f"snapshot holds the LSO at {ctx.log_start_offset} until the transaction is "
-                    "aborted",
-            remediation=abort_command(ctx.topic, ctx.partition, first))
-
-
 def _restart(ctx: PartitionContext, reported: dict[int, set[int]]) -> Iterator[Finding]:
     """The state rebuilt from the loaded snapshot plus the tail against the whole log's."""
     snap = _loaded(ctx)
     if snap is None or ctx.snapshot_replay is None:
         return
     skip = reported.get(snap.offset, set())  # already reported against the snapshot itself
-    ghosts = {e.producer_id for e in snap.snapshot.entries
-              if 0 <= e.current_txn_first_offset < ctx.log_start_offset}
+    # Transactions open from below the log start: the whole log cannot know them.
+    below_start = {e.producer_id for e in snap.snapshot.entries
+                   if 0 <= e.current_txn_first_offset < ctx.log_start_offset}
     have = [e for e in ctx.snapshot_replay.state.snapshot_entries()
-            if e.producer_id not in skip and e.producer_id not in ghosts]
+            if e.producer_id not in skip and e.producer_id not in below_start]
     want = [e for e in ctx.replay.state.snapshot_entries()
-            if e.producer_id not in skip and e.producer_id not in ghosts]
+            if e.producer_id not in skip and e.producer_id not in below_start]
     yield from _capped(ctx, snap, list(_compare(
         ctx, snap, have, want,
         f"restarting from {_name(snap)} plus the log tail gives a state different from the "

@@ -37,13 +37,16 @@ def open_finding(ctx: PartitionContext, t: Transaction, *, threshold_ms: int,
     threshold (the coordinator join passes the one ``__transaction_state`` recorded)."""
     age = ctx.now_ms - t.first_timestamp if ctx.now_ms >= 0 else None
     idle = ctx.now_ms - t.last_timestamp if ctx.now_ms >= 0 else None
-    pins = t.first_offset == ctx.stable.last_stable_offset
+    pins = ctx.stable.held_by(t.first_offset)
     what = (f"producer {t.producer_id} epoch {t.producer_epoch} has an open transaction "
             f"from offset {t.first_offset} (last data at {t.last_data_offset}), no marker")
+    if t.first_offset < ctx.log_start_offset:
+        what += (f"; it began below the log start offset {ctx.log_start_offset} (retention "
+                 "deleted its first records; the producer snapshot keeps it open)")
     if age is not None and idle is not None:
         what += f", open for {_duration(age)}, last write {_duration(idle)} ago"
     if pins:
-        what += f"; it holds the LSO at {t.first_offset}"
+        what += f"; it holds the LSO at {ctx.stable.last_stable_offset}"
     if idle is not None and idle > threshold_ms and pins:
         return Finding(
             kind="lso_pinned", topic=ctx.topic, partition=ctx.partition,

@@ -8,9 +8,14 @@ aborted records only through these entries (``TransactionIndex#collectAbortedTxn
 missing entry shows aborted records to consumers, an extra one hides a producer's committed
 records, and a last stable offset set too high can stop the search for aborted transactions early.
 
-Entries that history explains are not reported: an ABORT marker whose data the replay never saw
-(deleted by retention, or removed by the cleaner, which keeps the entry: ``Cleaner``'s
-``CleanedTransactionMetadata``) and values that point below the first replayed offset.
+In the cleaned prefix (:mod:`kafkatx.analysis.cleaned`) the cleaner carries entries over as they
+were written (``CleanedTransactionMetadata`` appends the old ``AbortedTxn``) while it removes
+batches, so an entry may keep an earlier first offset and a lower LSO than the cleaned log
+shows. A follower computes the LSO it writes after appending a whole fetched chunk
+(``ReplayResult.expected_aborted`` has the one other value it can write); any other value is
+reported. Entries that history explains are not reported either: an ABORT marker whose data the
+replay never saw (deleted by retention, or removed by the cleaner, which keeps the entry) and
+values that point below the first replayed offset.
 """
 
 from __future__ import annotations
@@ -123,9 +128,11 @@ def _differences(ctx: PartitionContext, name: str, path: str | None, e: AbortedT
                  a: ExpectedAbortedTxn, history_start: int) -> Iterator[Finding]:
     where = location(path, e.file_position)
     what = f"{name}: the aborted transaction of producer {a.producer_id} ending at {a.last_offset}"
+    cleaned = a.last_offset < ctx.cleaned_end  # entries the cleaner carried over unchanged
     if e.first_offset != a.first_offset and not (
-            e.first_offset < a.first_offset and
-            _no_other_data(ctx, a.producer_id, e.first_offset, a.first_offset)):
+            e.first_offset < a.first_offset and (
+                cleaned or _no_other_data(ctx, a.producer_id, e.first_offset,
+                                          a.first_offset))):
         if e.first_offset > a.first_offset:
             effect = (f"read_committed consumers will see its records at {a.first_offset}.."
                       f"{e.first_offset - 1}")
@@ -135,7 +142,9 @@ def _differences(ctx: PartitionContext, name: str, path: str | None, e: AbortedT
         yield _finding(ctx, f"{what} has first offset {e.first_offset}, the log says "
                             f"{a.first_offset}: {effect}",
                        where, producer_id=a.producer_id, offset=a.first_offset)
-    if e.last_stable_offset != a.last_stable_offset and e.last_stable_offset >= history_start:
+    if e.last_stable_offset != a.last_stable_offset and e.last_stable_offset >= history_start \
+            and e.last_stable_offset != a.follower_last_stable_offset \
+            and not (cleaned and e.last_stable_offset < a.last_stable_offset):
         if e.last_stable_offset > a.last_stable_offset:
             effect, severity = ("fetches may stop collecting aborted transactions too early and "
                                 "show aborted records to read_committed consumers"), None

@@ -99,17 +99,16 @@ class CoordinatorChecks:
             ctx.now_ms, self.view.newest_timestamp_ms if self.view is not None else -1)
         ev = evidence.partition_evidence(ctx, now_ms=now, max_timeout_ms=self.max_timeout_ms)
         pj = self.join.join_partition(ev)
-        lso = ctx.stable.last_stable_offset
         new: list[tuple[Finding, DataVerdict | None, CoordinatorTransaction | None]] = []
         for v in pj.verdicts:
             if v.status == HANGING:
-                f = rules.hanging(v, path=ctx.path, lso=lso,
+                f = rules.hanging(v, path=ctx.path, stable=ctx.stable,
                                   stale_copy=self._stale_copy(pdir, v, replay.max_timestamp))
                 new.append((f, v, v.coordinator))
                 if v.coordinator is not None:
                     v.coordinator.hanging = True
             elif v.status == ORPHAN:
-                new.append((rules.orphan(v, path=ctx.path, lso=lso), v, None))
+                new.append((rules.orphan(v, path=ctx.path, stable=ctx.stable), v, None))
             if v.fence is not None:
                 new.append((rules.zombie(v, path=ctx.path), v, v.coordinator))
         for mm in pj.missing:

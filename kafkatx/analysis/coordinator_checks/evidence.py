@@ -79,7 +79,7 @@ def lane_of(pdir: PartitionDir, ctx: PartitionContext) -> Lane:
     replay, stable = ctx.replay, ctx.stable
     lso = stable.last_stable_offset
     holder = next((t for t in replay.transactions
-                   if t.outcome == OPEN and t.first_offset == lso), None)
+                   if t.outcome == OPEN and stable.held_by(t.first_offset)), None)
     return Lane(
         topic=ctx.topic, partition=ctx.partition,
         broker=pdir.log_dir.label if pdir.log_dir is not None else None,

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from kafkatx.analysis.checks.transactions import abort_command
 from kafkatx.analysis.findings import ERROR, WARNING, Finding
+from kafkatx.analysis.replay import StableOffsets
 from kafkatx.analysis.timeline import (
     ABORT,
     COMMIT,
@@ -51,13 +52,14 @@ def _span(v: DataVerdict) -> str:
     return f"from offset {t.first_offset} (last data at {t.last_data_offset})"
 
 
-def hanging(v: DataVerdict, *, path: str, lso: int, stale_copy: str | None = None) -> Finding:
+def hanging(v: DataVerdict, *, path: str, stable: StableOffsets,
+            stale_copy: str | None = None) -> Finding:
     t = v.txn
     message = (f"{_who(v)} has an open transaction in {tp_name(v.tp)} {_span(v)} that no marker "
                f"will close: {v.reason}")
-    if t.first_offset == lso:
-        message += (f"; it holds the LSO at {lso}: read_committed consumers stay stuck there "
-                    "until it is aborted")
+    if stable.held_by(t.first_offset):
+        message += (f"; it holds the LSO at {stable.last_stable_offset}: read_committed "
+                    "consumers stay stuck there until it is aborted")
     if v.fence is not None:
         message += " (written by a zombie: see zombie_write)"
     if stale_copy:
@@ -70,12 +72,12 @@ def hanging(v: DataVerdict, *, path: str, lso: int, stale_copy: str | None = Non
                                                               t.first_offset))
 
 
-def orphan(v: DataVerdict, *, path: str, lso: int) -> Finding:
+def orphan(v: DataVerdict, *, path: str, stable: StableOffsets) -> Finding:
     t = v.txn
     message = f"producer {t.producer_id} epoch {t.producer_epoch} has an open transaction in " \
               f"{tp_name(v.tp)} {_span(v)}, but {v.reason}"
-    if v.certain and t.first_offset == lso:
-        message += f"; it holds the LSO at {lso}"
+    if v.certain and stable.held_by(t.first_offset):
+        message += f"; it holds the LSO at {stable.last_stable_offset}"
     return Finding(kind="orphan_transaction", severity=ERROR if v.certain else WARNING,
                    topic=v.topic, partition=v.partition, producer_id=t.producer_id,
                    producer_epoch=t.producer_epoch, offset=t.first_offset, location=path,

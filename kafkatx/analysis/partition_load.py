@@ -1,0 +1,156 @@
+"""A partition's producer state as the broker loads it, and the LSO that follows from it.
+
+Mirrors ``UnifiedLog#rebuildProducerState`` -> ``ProducerStateManager#truncateAndReload`` /
+``#loadFromSnapshot``: snapshots at or below the log start offset or beyond the log end are
+deleted, the newest one left that reads without ``CorruptSnapshotException`` is loaded, and the
+batches from its offset to the log end are replayed on top (origin REPLICATION). That state is
+the broker's, and so it decides the open transactions and the LSO: a transaction that began in
+a segment retention has since deleted lives on in the snapshot (``#onLogStartOffsetIncremented``
+drops only completed transactions), and ``UnifiedLog#maybeIncrementFirstUnstableOffset`` then
+holds the LSO at the log start offset. Without a loadable snapshot the broker rebuilds from the
+log start, which is the whole-log replay itself.
+
+The whole-log replay (every retained batch, from a fresh state) stays what the checks audit;
+its transactions are reconciled here with the loaded state, so that every command reports an
+open transaction with the first offset the broker has (``currentTxnFirstOffset``, what
+``kafka-transactions.sh abort --start-offset`` must be given). This is the one place the
+engines and the consumer replay compute open transactions and the LSO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkatx.analysis.checks import SnapshotFile
+from kafkatx.analysis.replay import (
+    OPEN,
+    PartitionReplayer,
+    ReplayResult,
+    StableOffsets,
+    Transaction,
+    stable_offsets,
+)
+from kafkatx.formats.producer_snapshot import read_producer_snapshot
+from kafkatx.formats.segment_scan import SegmentScan
+from kafkatx.semantics.producer_state import ProducerStateManager
+from kafkatx.storage.files import open_bytes
+
+TailScans = Callable[[int], Iterable[SegmentScan]]  # the segments holding offsets >= the arg
+
+
+@dataclass(slots=True, kw_only=True)
+class LoadedPartition:
+    """The broker's view after loading: its producer state and the LSO."""
+
+    state: ProducerStateManager
+    stable: StableOffsets
+    snapshot_replay: ReplayResult | None = None  # from the loaded snapshot plus the log tail
+    snapshot_offset: int | None = None
+
+
+def read_snapshots(snapshots: Iterable[tuple[int, Path]]) -> list[SnapshotFile]:
+    """A partition dir's ``<offset>.snapshot`` files, parsed (problems kept, never raised)."""
+    out: list[SnapshotFile] = []
+    for offset, path in snapshots:
+        with open_bytes(path) as data:
+            raw = bytes(data)
+        out.append(SnapshotFile(offset=offset, path=str(path),
+                                snapshot=read_producer_snapshot(raw, path=str(path))))
+    return out
+
+
+def loadable_snapshot(snapshots: Iterable[SnapshotFile], log_start_offset: int,
+                      log_end_offset: int) -> SnapshotFile | None:
+    """``truncateAndReload`` + ``loadFromSnapshot``: the newest snapshot in (log start, log end]
+    that reads without ``CorruptSnapshotException``."""
+    usable = [s for s in snapshots if log_start_offset < s.offset <= log_end_offset
+              and s.snapshot.loadable]
+    return max(usable, key=lambda s: s.offset) if usable else None
+
+
+def replay_from_snapshot(snap: SnapshotFile, tail: TailScans) -> ReplayResult:
+    """The snapshot's producers, then every batch from its offset on.
+
+    Producers are not expired on load (the broker's clock at restart is unknown offline).
+    """
+    state = ProducerStateManager()
+    state.load_snapshot(list(snap.snapshot.entries), snap.offset)
+    replayer = PartitionReplayer(state=state, start_offset=snap.offset)
+    for scan in tail(snap.offset):
+        replayer.feed(scan)
+    return replayer.result
+
+
+def load_partition(
+    full: ReplayResult,
+    snapshots: list[SnapshotFile],
+    tail: TailScans,
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int | None,
+) -> LoadedPartition:
+    """The state a broker loading this partition has, its LSO, and ``full``'s transactions
+    reconciled with it (in place)."""
+    snap = loadable_snapshot(snapshots, log_start_offset, log_end_offset)
+    if snap is None:
+        state = full.state
+        snap_replay = None
+    else:
+        snap_replay = replay_from_snapshot(snap, tail)
+        state = snap_replay.state
+        _keep_unreplicated(state, full.state, snap.offset)
+        _reconcile(full, snap_replay)
+    stable = stable_offsets(state, log_end_offset, high_watermark, log_start_offset)
+    return LoadedPartition(state=state, stable=stable, snapshot_replay=snap_replay,
+                           snapshot_offset=None if snap is None else snap.offset)
+
+
+def _keep_unreplicated(state: ProducerStateManager, full: ProducerStateManager,
+                       snapshot_offset: int) -> None:
+    """Completed transactions whose marker lies between the HW and the snapshot: the running
+    broker still counts them unstable (``unreplicatedTxns``) though the snapshot cannot say so."""
+    for first, txn in full.unreplicated_txns.items():
+        if txn.last_offset is not None and txn.last_offset < snapshot_offset:
+            state.unreplicated_txns.put(first, txn)
+
+
+def _reconcile(full: ReplayResult, loaded: ReplayResult) -> None:
+    """Give ``full``'s transactions the first offsets the loaded state has, add the ones it
+    never saw start (their batches lie below the log start offset), and take the loaded
+    replay's ``.txnindex`` entries for the markers it replayed (it knows what they closed)."""
+    closed = {(t.producer_id, t.marker_offset): t for t in full.transactions
+              if t.marker_offset is not None}
+    for t in loaded.transactions:
+        if t.marker_offset is None:
+            continue
+        mine = closed.get((t.producer_id, t.marker_offset))
+        if mine is None:
+            full.transactions.append(t)  # full saw a marker closing nothing: drop that event
+            full.events = [e for e in full.events if not (
+                e.kind == "empty_transaction" and e.batch.producer_id == t.producer_id
+                and e.batch.base_offset == t.marker_offset)]
+        elif t.first_offset < mine.first_offset:
+            mine.first_offset = t.first_offset
+    tail_entries = {(a.producer_id, a.last_offset): a for a in loaded.expected_aborted}
+    full.expected_aborted = [tail_entries.pop((a.producer_id, a.last_offset), a)
+                             for a in full.expected_aborted] + list(tail_entries.values())
+    full.expected_aborted.sort(key=lambda a: a.last_offset)
+    open_in_full = {t.producer_id: t for t in full.transactions if t.outcome == OPEN}
+    for txn in loaded.state.ongoing_txns.values():
+        entry = loaded.state.producers.get(txn.producer_id)
+        t = open_in_full.get(txn.producer_id)
+        if t is not None:
+            t.first_offset = txn.first_offset
+            continue
+        last_ts = entry.last_timestamp if entry is not None else -1
+        last_data = entry.last_data_offset if entry is not None else -1
+        full.transactions.append(Transaction(
+            producer_id=txn.producer_id,
+            producer_epoch=entry.producer_epoch if entry is not None else -1,
+            first_offset=txn.first_offset,
+            last_data_offset=last_data if last_data >= 0 else txn.first_offset,
+            first_timestamp=last_ts, last_timestamp=last_ts))
+    full.transactions.sort(key=lambda t: t.first_offset)
