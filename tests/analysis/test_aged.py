@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kafkatx.analysis.findings import ERROR, WARNING, Finding
 from kafkatx.engines.base import Engine
@@ -26,6 +27,9 @@ from kafkatx.storage.discovery import PartitionDir, discover
 from tests.analysis.cleaner_model import copy_cleaned
 from tests.analysis.logdirs import T0, LogDirBuilder, PartitionBuilder
 from tests.analysis.test_timeline import S, Scenario, v
+from tests.broker.serve_process import ServeProcess
+from tests.broker.test_wire_delete_records import delete_records
+from tests.broker.wire import WireClient
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -369,6 +373,23 @@ def test_a_sequence_gap_above_the_cleaned_range_is_still_reported(tmp_path: Path
     assert gap.offset == 3
 
 
+@pytest.mark.parametrize("checkpoint", [True, False])
+def test_the_cleaner_checkpoint_bounds_the_cleaned_prefix(tmp_path: Path, engine: Engine,
+                                                          checkpoint: bool) -> None:
+    """Below the first dirty offset of ``cleaner-offset-checkpoint`` (``LogCleanerManager
+    #doneCleaning``) the log is judged as the cleaner left it, by both engines: a sequence that
+    skips there is no finding; without the checkpoint and with no other sign of cleaning it is."""
+    b = LogDirBuilder(tmp_path)
+    p = b.partition("t", 0)
+    p.data(pid=10, n=1, key="k").data(pid=10, n=1, seq=7, key="k").roll().data(n=1, key="k")
+    b.build()
+    if checkpoint:
+        (tmp_path / "cleaner-offset-checkpoint").write_bytes(build_offset_checkpoint(
+            [CheckpointEntry(topic="t", partition=0, offset=2)]))
+    gaps = of_kind(inspect(tmp_path, engine), "sequence_gap")
+    assert [g.offset for g in gaps] == ([] if checkpoint else [1])
+
+
 def test_an_emptied_marker_still_updates_the_producer_state(tmp_path: Path) -> None:
     """``ProducerAppendInfo#append`` appends nothing for a control batch the cleaner emptied,
     but ``UnifiedLog#updateProducers`` has run ``prepareUpdate``/``update``: an unknown producer
@@ -429,3 +450,40 @@ def test_an_lso_no_kafka_code_path_writes_is_reported(tmp_path: Path, lso: int,
     b.build()
     [f] = of_kind(inspect(tmp_path), "txnindex_mismatch")
     assert f.level == severity and f"last stable offset {lso}" in f.message
+
+
+# -- written by kafkatx serve: the broker's own semantics core --------------------------------
+
+
+def test_served_transaction_left_below_the_log_start_by_delete_records(tmp_path: Path) -> None:
+    """``kafkatx serve`` (the semantics core as the partition leader): a transaction stays open
+    while DeleteRecords moves the log start past its first offset and deletes its segment
+    (``UnifiedLog#maybeIncrementLogStartOffset`` -> ``ProducerStateManager
+    #onLogStartOffsetIncremented`` keeps ongoing transactions); after a clean stop, kafkatx
+    loads the partition as the broker does and holds the LSO at the log start
+    (``UnifiedLog#maybeIncrementFirstUnstableOffset``), naming the real first offset."""
+    kafka = pytest.importorskip("kafka")
+    log_dir = tmp_path / "logdir"
+    proc = ServeProcess(log_dir, ("--segment-bytes", "300")).start()
+    try:
+        txn = kafka.KafkaProducer(bootstrap_servers=proc.bootstrap, transactional_id="aged-txn",
+                                  request_timeout_ms=5000, max_block_ms=10_000)
+        txn.init_transactions()
+        txn.begin_transaction()
+        txn.send("aged", value=b"in-transaction", partition=0)
+        txn.flush(10)
+        plain = kafka.KafkaProducer(bootstrap_servers=proc.bootstrap, request_timeout_ms=5000)
+        for i in range(12):
+            plain.send("aged", value=b"plain-%02d" % i, partition=0)
+            plain.flush(10)
+        plain.close(5)
+        with WireClient(proc.port) as c:
+            assert delete_records(c, {("aged", 0): 8}) == {("aged", 0): (ErrorCode.none, 8)}
+        txn.close(1)
+    finally:
+        assert proc.stop() == 0, proc.stderr()
+    assert not (log_dir / "aged-0" / "00000000000000000000.log").exists()  # segment deleted
+    [row] = [r for r in cli_json("lso", log_dir) if r["topic"] == "aged"]
+    assert (row["log_start_offset"], row["last_stable_offset"], row["lso_source"]) == (
+        8, 8, "open_transaction")
+    assert [t["first_offset"] for t in row["open_transactions"]] == [0]

@@ -71,12 +71,16 @@ def inspect(root: Path) -> Inspection:
 
 
 def visible(root: Path) -> list[tuple[int, bytes | None, bytes | None]]:
+    """What a read_committed consumer gets (``kafkatx replay``); the ``.txnindex`` files the
+    broker serves from agree with the markers."""
     [pdir] = discover([root]).all_partitions()
     report = inspect(root).partitions[0]
     engine = LocalEngine()
     view = engine.consumer_view(pdir, isolation=IsolationLevel.READ_COMMITTED,
                                 high_watermark=report.high_watermark,
                                 log_start_offset=report.log_start_offset)
+    assert view.disagreements == []
+    assert view.last_stable_offset == report.last_stable_offset
     return [(r.record.offset, r.record.key, r.record.value)
             for r in engine.replay_records(pdir, view)]
 
