@@ -479,7 +479,6 @@ class PartitionReplayer:
                 message=f"control batch of type {ctl_type} from producer {pid} in a data "
                         "partition; Kafka only expects COMMIT/ABORT markers here"))
             return
-        known = psm.last_entry(pid) is not None
         info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
         completed = info.append_end_txn_marker(
             is_commit=ctl_type == ControlType.COMMIT, coordinator_epoch=coordinator_epoch,
@@ -493,8 +492,7 @@ class PartitionReplayer:
                 kind="empty_transaction", batch=ref,
                 message=(f"{kind} marker for producer {pid} epoch {epoch} closes no data in this "
                          "partition: the producer was added to the transaction and wrote nothing "
-                         "here" + ("" if known else
-                                   " (or its data was deleted by retention or the cleaner)"))))
+                         "here, or its data was deleted by retention or removed by the cleaner")))
             return
         self._completed(completed, pid, epoch, ts, coordinator_epoch)
 
