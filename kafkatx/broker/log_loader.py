@@ -244,6 +244,8 @@ class LogLoader:
             self.progress.segments_recovered += 1
             self.progress.bytes_recovered += valid
             end = seg.table.last[-1] + 1 if len(seg.table) else max(end, seg.base_offset)
+            if not last:
+                seg.table = None  # read again when a fetch needs it: memory stays bounded
         self.psm.update_map_end_offset(end)
         return end
 

@@ -114,6 +114,7 @@ def test_unclean_shutdown_recovers_from_the_recovery_point_only(tmp_path: Path,
     again.open(had_clean_shutdown=False, recovery_point=recovery_point)
     assert again.loaded is not None
     assert again.loaded.recovered_segments == 3
+    assert [s.table is not None for s in again.segments] == [False] * (len(bases) - 1) + [True] * 2
     assert again.loaded.snapshot_offset == bases[-3]
     assert again.recovery_point == recovery_point
     assert state_of(again) == expected
