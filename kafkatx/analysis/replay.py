@@ -633,7 +633,12 @@ class PartitionReplayer:
             self.result.expected_aborted.append(ExpectedAbortedTxn(
                 producer_id=pid, first_offset=completed.first_offset,
                 last_offset=completed.last_offset, last_stable_offset=lso))
-        psm.complete_txn(completed)
+        ongoing = psm.ongoing_txns.values_by_key.get(completed.first_offset)
+        if ongoing is not None and ongoing.producer_id == pid:
+            psm.complete_txn(completed)
+        # else offsets went back (offset_regression) and another producer's transaction began
+        # at the same offset: Kafka's append would have refused the batch
+        # (``ProducerStateManager#completeTxn`` throws); the forensic replay goes on
         txn = self._open.pop(pid, None)
         if txn is None or txn.first_offset != completed.first_offset:
             txn = Transaction(producer_id=pid, producer_epoch=epoch,
