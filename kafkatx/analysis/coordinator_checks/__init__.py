@@ -62,7 +62,7 @@ class CoordinatorChecks:
                         if keep_timeline else None)
         self._committed_hangs: list[tuple[Finding, list[Finding], DataVerdict,
                                           CoordinatorTransaction | None,
-                                          list[OffsetCommit]]] = []
+                                          list[OffsetCommit], int]] = []  # + log start
         self._revised: dict[int, Finding] = {}  # id(finding) -> the finding told again
         self._step_owner: dict[tuple[int, int], CoordinatorTransaction] = {
             (s.partition, s.offset): c for c in self.join.transactions for s in c.steps}
@@ -137,7 +137,7 @@ class CoordinatorChecks:
                        if ctx.topic == CONSUMER_OFFSETS else [])
             pinned = [g for g in out if g.kind in ("lso_pinned", "open_transaction")
                       and g.producer_id == v.txn.producer_id and g.offset == v.txn.first_offset]
-            self._committed_hangs.append((f, pinned, v, c, commits))
+            self._committed_hangs.append((f, pinned, v, c, commits, ctx.log_start_offset))
 
     def _judge_open(self, f: Finding, v: DataVerdict | None, ctx: PartitionContext) -> Finding:
         """``open_transaction``/``lso_pinned`` judged again with what the coordinator says, as
@@ -257,8 +257,8 @@ class CoordinatorChecks:
     def _tell_committed_hangs(self) -> None:
         """``hanging_transaction`` of a committed transaction: which partitions got the COMMIT
         marker, what an abort discards, how to export it first and confirm it live."""
-        for f, pinned, v, c, commits in self._committed_hangs:
-            told = rules.committed_hang(f, v, c, commits=commits)
+        for f, pinned, v, c, commits, log_start in self._committed_hangs:
+            told = rules.committed_hang(f, v, c, commits=commits, log_start=log_start)
             self._revised[id(f)] = told
             for g in pinned:
                 self._revised[id(g)] = rules.committed_pointer(g)

@@ -210,7 +210,7 @@ def maybe_committed(v: DataVerdict) -> bool:
 
 
 def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None, *,
-                   commits: list[OffsetCommit]) -> Finding:
+                   commits: list[OffsetCommit], log_start: int = 0) -> Finding:
     """``hanging_transaction`` of a transaction the coordinator committed, told as it is: the
     partitions its COMMIT marker reached, what ``abort`` (``Admin#abortTransaction``, an ABORT
     marker through WriteTxnMarkers: Kafka has no tool that writes a COMMIT) discards, the
@@ -254,14 +254,22 @@ def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None,
         else:
             text += ("; in __consumer_offsets these are transactional offset commits: aborting "
                      "rolls the group's committed offsets back to its previous commit")
-    export = (f"kafkatx dump {f.location} --producer-id {t.producer_id} --from-offset "
-              f"{t.first_offset} --to-offset {t.last_data_offset} --records --format jsonl "
-              f"> {v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}.jsonl")
     confirm = ("kafka-transactions.sh --bootstrap-server <broker:9092> find-hanging --topic "
                f"{v.topic} --partition {v.partition}, and describe-producers --topic "
                f"{v.topic} --partition {v.partition}")
-    remediation = (f"export the records first: {export}; confirm on the live cluster (this copy "
-                   f"may come from a lagging replica): {confirm}; only then: {f.remediation}")
+    if t.last_data_offset < log_start:  # UnifiedLog#deleteOldSegments took all of it
+        first = (f"nothing to export from this copy: retention deleted records {span} (the log "
+                 f"starts at {log_start}); another replica or a backup may still hold them")
+    else:
+        start = max(t.first_offset, log_start)
+        gone = (f" (records below the log start {log_start} were deleted by retention)"
+                if start > t.first_offset else "")
+        first = (f"export the records first{gone}: kafkatx dump {f.location} --producer-id "
+                 f"{t.producer_id} --from-offset {start} --to-offset {t.last_data_offset} "
+                 f"--records --format jsonl > "
+                 f"{v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}.jsonl")
+    remediation = (f"{first}; confirm on the live cluster (this copy may come from a lagging "
+                   f"replica): {confirm}; only then: {f.remediation}")
     return replace(f, message=f.message + text, remediation=remediation)
 
 
