@@ -97,7 +97,7 @@ def test_confluent_kafka_compacted_transactions_match_the_model_and_replay(
     """Transactions of keyed records and tombstones, a quarter aborted, into a compacted topic
     (``LogCleaner``, ``Cleaner#cleanInto``): after cleaning, a read_committed consumer from the
     log start gets exactly the model's records and exactly what ``kafkatx replay`` predicts, and
-    ``kafkatx verify`` finds no error."""
+    ``kafkatx verify`` finds nothing above info."""
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -132,7 +132,7 @@ def test_confluent_kafka_compacted_transactions_match_the_model_and_replay(
     assert replay_rows(proc.log_dir, "cmp", 0) == got
     assert len(list((proc.log_dir / "cmp-0").glob("*.log"))) < 12  # segments were merged
     doc = verify(proc.log_dir)
-    assert [f for f in doc["findings"] if f["severity"] == "error"] == []
+    assert doc["ok"] and not [f for f in doc["findings"] if f["severity"] != "info"]
 
 
 def _alter(admin: Any, topic: str, configs: dict[str, str]) -> None:
@@ -243,4 +243,4 @@ def test_cleaned_consumer_offsets_keep_the_last_transactional_commits(serve: Ser
     assert again.stop() == 0
     assert {tp.partition: tp.offset for tp in got} == committed
     doc = verify(again.log_dir)
-    assert [f for f in doc["findings"] if f["severity"] == "error"] == []
+    assert doc["ok"] and not [f for f in doc["findings"] if f["severity"] != "info"]
