@@ -25,12 +25,13 @@ from kafkatx.analysis.partition_count import (
     detect_partition_count,
     metadata_partition_count,
 )
+from kafkatx.analysis.partition_entries import iter_partition_entries
 from kafkatx.analysis.timefmt import duration as _duration
-from kafkatx.errors import FormatError, UnreadableFileError
+from kafkatx.errors import FormatError
 from kafkatx.formats import transaction_log
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import RecordBatch
-from kafkatx.formats.segment import SegmentProblem, iter_segment
+from kafkatx.formats.segment import SegmentProblem
 from kafkatx.formats.transaction_log import NO_PRODUCER_ID, TransactionLogValue, TransactionState
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import (
@@ -40,7 +41,6 @@ from kafkatx.semantics.coordinator_partition import (
     partition_for,
 )
 from kafkatx.storage.discovery import Discovery, PartitionDir, discover
-from kafkatx.storage.files import open_bytes
 
 TOPIC = "__transaction_state"
 EPOCH_RISK_MARGIN = 100  # epoch_exhaustion_risk from Short.MAX_VALUE - 100 on
@@ -190,30 +190,26 @@ def read_partition(pdir: PartitionDir, *, include_segment_damage: bool = True) -
     order (the records ``TransactionStateManager#loadTransactionMetadata`` reads)."""
     out = PartitionRead(partition=pdir.partition, path=str(pdir.path))
     damage = 0
-    for seg in pdir.segments:
-        if seg.log is None:
-            continue
-        path = str(seg.log)
-        try:
-            with open_bytes(seg.log) as buf:
-                for item in iter_segment(buf, path=path, decode_records=True):
-                    if isinstance(item, SegmentProblem):
-                        damage += 1
-                        if include_segment_damage:
-                            out.findings.append(Finding(
-                                kind=item.kind, message=item.message, topic=TOPIC,
-                                partition=pdir.partition,
-                                location=location(path, item.position)))
-                        continue
-                    for rec in _entry_records(item, path, out):
-                        if rec is None:
-                            damage += 1
-                            continue
-                        out.records.append(rec)
-                        out.damage_seen.append(damage)
-        except UnreadableFileError as exc:
+    unreadable: list[str] = []  # a segment that cannot be read counts as damage before the next
+    for path, item in iter_partition_entries(pdir, unreadable):
+        if unreadable:
+            damage += len(unreadable)
+            out.problems.extend(unreadable)
+            unreadable.clear()
+        if isinstance(item, SegmentProblem):
             damage += 1
-            out.problems.append(str(exc))
+            if include_segment_damage:
+                out.findings.append(Finding(
+                    kind=item.kind, message=item.message, topic=TOPIC,
+                    partition=pdir.partition, location=location(path, item.position)))
+            continue
+        for rec in _entry_records(item, path, out):
+            if rec is None:
+                damage += 1
+                continue
+            out.records.append(rec)
+            out.damage_seen.append(damage)
+    out.problems.extend(unreadable)
     return out
 
 

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 
 from kafkatx.analysis.coordinator import one_copy_each
 from kafkatx.analysis.findings import SEVERITY_RANK, Finding
+from kafkatx.analysis.partition_entries import iter_partition_entries
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.errors import FormatError, UnreadableFileError
+from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_offsets import GroupMetadataValue
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import ControlType, RecordBatch
-from kafkatx.formats.segment import SegmentProblem, iter_segment
+from kafkatx.formats.segment import SegmentProblem
 from kafkatx.semantics.group_offsets import CommitRecord, GroupOffsetsLoad
 from kafkatx.storage.discovery import PartitionDir
-from kafkatx.storage.files import open_bytes
 
 TOPIC = "__consumer_offsets"
 
@@ -102,18 +102,9 @@ def load_groups(pdirs: Iterable[PartitionDir]) -> LoadedGroups:
 def _load_partition(pdir: PartitionDir, out: LoadedGroups) -> None:
     load = GroupOffsetsLoad()
     epochs: dict[int, int] = {}
-    for seg in pdir.segments:
-        if seg.log is None:
-            continue
-        path = str(seg.log)
-        try:
-            with open_bytes(seg.log) as buf:
-                for item in iter_segment(buf, path=path, decode_records=True):
-                    if isinstance(item, SegmentProblem):
-                        continue  # reported by the partition's own checks
-                    _feed(item, load, epochs, path, out.problems)
-        except UnreadableFileError as exc:
-            out.problems.append(str(exc))
+    for path, item in iter_partition_entries(pdir, out.problems):
+        if not isinstance(item, SegmentProblem):  # damage: reported by the partition's checks
+            _feed(item, load, epochs, path, out.problems)
     n = pdir.partition
     for gtp, record in load.offsets.items():
         out.committed[gtp] = (record, n)

@@ -1,0 +1,26 @@
+"""Every entry of a partition's live segments, decoded, in log order (internal topics' loads)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kafkatx.errors import UnreadableFileError
+from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment
+from kafkatx.storage.discovery import PartitionDir
+from kafkatx.storage.files import open_bytes
+
+
+def iter_partition_entries(pdir: PartitionDir, problems: list[str]
+                           ) -> Iterator[tuple[str, SegmentEntry | SegmentProblem]]:
+    """(segment path, entry or problem) for each live segment, records decoded; a segment
+    that cannot be read adds its one-line error to ``problems`` and the rest are still read."""
+    for seg in pdir.segments:
+        if seg.log is None:
+            continue
+        path = str(seg.log)
+        try:
+            with open_bytes(seg.log) as buf:
+                for item in iter_segment(buf, path=path, decode_records=True):
+                    yield path, item
+        except UnreadableFileError as exc:
+            problems.append(str(exc))
