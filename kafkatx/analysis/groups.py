@@ -180,6 +180,22 @@ class Holder:
     finding: str | None
 
 
+# The contract of a group position row (``GroupPartition.to_dict``): field and Arrow type, in
+# order; the CSV columns and the Parquet schema are read from here.
+GROUP_PARTITION_FIELDS: tuple[tuple[str, str], ...] = (
+    ("group", "string"), ("topic", "string"), ("partition", "int32"),
+    ("committed_offset", "int64"), ("committed_leader_epoch", "int32"),
+    ("commit_timestamp", "int64"), ("metadata", "string"),
+    ("consumer_offsets_partition", "int32"), ("status", "string"), ("pending_offset", "int64"),
+    ("log_start_offset", "int64"), ("last_stable_offset", "int64"),
+    ("high_watermark", "int64"), ("log_end_offset", "int64"), ("lag_offsets", "int64"),
+    ("lag_records_read_committed", "int64"), ("records_behind_lso", "int64"),
+    ("holding_producer_id", "int64"), ("holding_producer_epoch", "int16"),
+    ("holding_first_offset", "int64"), ("holding_transactional_id", "string"),
+    ("holding_since", "int64"), ("holding_age_ms", "int64"), ("holding_finding", "string"),
+)
+
+
 @dataclass(slots=True, kw_only=True)
 class GroupPartition:
     group: str

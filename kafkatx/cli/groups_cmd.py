@@ -15,6 +15,7 @@ from rich.table import Table
 
 from kafkatx.analysis.groups import (
     CAUGHT_UP,
+    GROUP_PARTITION_FIELDS,
     NOT_CAPTURED,
     OUT_OF_RANGE,
     STUCK_BEHIND_TRANSACTION,
@@ -35,15 +36,7 @@ from kafkatx.engines.local import Inspection
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import PartitionDir
 
-CSV_COLUMNS = (
-    "group", "topic", "partition", "committed_offset", "committed_leader_epoch",
-    "commit_timestamp", "metadata", "consumer_offsets_partition", "status", "pending_offset",
-    "log_start_offset",
-    "last_stable_offset", "high_watermark", "log_end_offset", "lag_offsets",
-    "lag_records_read_committed", "records_behind_lso", "holding_producer_id",
-    "holding_producer_epoch", "holding_first_offset", "holding_transactional_id",
-    "holding_since", "holding_age_ms", "holding_finding",
-)
+CSV_COLUMNS = tuple(name for name, _ in GROUP_PARTITION_FIELDS)
 
 
 def visibility(engine: Engine, pdir: PartitionDir, report: PartitionReport,

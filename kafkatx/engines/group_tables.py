@@ -18,19 +18,10 @@ PENDING_COMMITS = "pending_transactional_commits"
 
 
 def group_offsets_schema() -> pa.Schema:
+    from kafkatx.analysis.groups import GROUP_PARTITION_FIELDS
+
     pa = _pa()
-    s, i64, i32 = pa.string(), pa.int64(), pa.int32()
-    return pa.schema([
-        ("group", s), ("topic", s), ("partition", i32), ("committed_offset", i64),
-        ("committed_leader_epoch", i32), ("commit_timestamp", i64), ("metadata", s),
-        ("consumer_offsets_partition", i32), ("status", s), ("pending_offset", i64),
-        ("log_start_offset", i64),
-        ("last_stable_offset", i64), ("high_watermark", i64), ("log_end_offset", i64),
-        ("lag_offsets", i64), ("lag_records_read_committed", i64),
-        ("records_behind_lso", i64), ("holding_producer_id", i64),
-        ("holding_producer_epoch", pa.int16()), ("holding_first_offset", i64),
-        ("holding_transactional_id", s), ("holding_since", i64), ("holding_age_ms", i64),
-        ("holding_finding", s)])
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in GROUP_PARTITION_FIELDS])
 
 
 def pending_commits_schema() -> pa.Schema:

@@ -255,3 +255,13 @@ def test_inspect_lists_the_groups_needing_attention(tmp_path: Path) -> None:
     assert "consumer groups needing attention (3;" in table
     assert "stuck on t-0: stuck_behind_transaction at 9 (LSO 9, HW 14), 5 record(s) behind " \
            "the LSO, held by producer 9/3 from offset 9" in table
+
+
+def test_the_row_contract_is_the_rows_keys() -> None:
+    """The documented fields (CSV columns, Parquet schema) are exactly ``to_dict``'s keys."""
+    from kafkatx.analysis.groups import GROUP_PARTITION_FIELDS, GroupPartition
+
+    row = GroupPartition(group="g", topic="t", partition=0, committed_offset=1,
+                         committed_leader_epoch=0, commit_timestamp=0, metadata="",
+                         consumer_offsets_partition=0, status="lagging")
+    assert [name for name, _ in GROUP_PARTITION_FIELDS] == list(row.to_dict())
