@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,6 +91,19 @@ def test_example_prints_what_the_docs_show(doc: str, command: str, expected: lis
     proc = run(command)
     assert proc.returncode == status, f"{doc}: {command}: {proc.stderr}"
     assert printed(proc) == expected, f"{doc}: {command}"
+
+
+def test_the_spark_data_source_example_prints_what_the_docs_show(
+        spark_session: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/spark.md's ``python`` block, run in the test session's SparkSession as ``spark``,
+    prints the ``text`` block after it (the ``kafka_segments`` source, as Spark users read it)."""
+    page = (ROOT / "docs" / "spark.md").read_text()
+    match = re.search(r"^```python\n(.*?)^```\n.*?^```text\n(.*?)^```$", page, re.M | re.S)
+    assert match, "docs/spark.md: a python block followed by its text output"
+    monkeypatch.chdir(ROOT)
+    exec(compile(match.group(1), "docs/spark.md", "exec"), {"spark": spark_session})
+    assert capsys.readouterr().out.strip() == match.group(2).strip()
 
 
 def _anchors(markdown: str) -> set[str]:
