@@ -123,6 +123,18 @@ def _links(doc: Path) -> list[str]:
     return _LINK.findall(_FENCE.sub("", doc.read_text()))
 
 
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_docs_page_starts_with_an_example(page: Path) -> None:
+    """The first block of a page, before its first section, is a ``console`` example (run
+    above); a guide to a Python API may start with a ``python`` block its own tests run."""
+    text = page.read_text()
+    section = re.search(r"^## ", text, re.M)
+    first_section = section.start() if section else len(text)
+    fence = re.search(r"^```(\w*)$", text, re.M)
+    assert fence and fence.start() < first_section, f"{page.name}: no example first"
+    assert fence.group(1) in ("console", "python"), f"{page.name}: starts with {fence.group(1)!r}"
+
+
 def test_every_docs_page_is_linked_from_the_readme_or_the_docs_index() -> None:
     linked = set()
     for index in (ROOT / "README.md", ROOT / "docs" / "README.md"):

@@ -34,6 +34,17 @@ def readme_command_pages() -> dict[str, Path]:
     return {name: ROOT / page for name, page in _COMMAND_LINE.findall(readme)}
 
 
+def test_the_readme_starts_with_the_two_set_up_commands_ci_runs() -> None:
+    """The README's first lines are the install-and-inspect command and the test command;
+    ``.ci/run`` runs exactly the second."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert lines[2] == "```sh" and lines[5] == "```"
+    assert " && .venv/bin/kafkatx inspect fixtures/logdir" in lines[3]
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [lines[4]]
+
+
 def test_the_findings_catalogue_lists_every_kind_with_its_severity() -> None:
     """``kafkatx.analysis.findings.KINDS`` is what ``inspect`` and ``verify`` report: each kind
     has one row in docs/findings.md, whose severity column starts with the kind's severity
