@@ -8,7 +8,8 @@ verify`` does when it finds an error). Commands run from the repository root; on
 commands are allowed in such blocks (shell set-up goes in ``sh`` blocks, which are not run).
 
 The docs are also checked as a set: every page in ``docs/`` is linked from the README or from
-``docs/README.md``, and every relative link (and its ``#anchor``) resolves.
+``docs/README.md``, and every relative link (and its ``#anchor``) resolves, in them and in the
+fixtures' and benchmarks' READMEs.
 
 ``python tests/test_docs_examples.py [FILE...]`` rewrites the output under each command with
 what it prints now (all docs, or the files given): for a new example or a deliberate change of
@@ -29,6 +30,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINKING = [*DOCS, ROOT / "fixtures" / "README.md", ROOT / "benchmarks" / "README.md"]
 _BLOCK = re.compile(r"^```console\n(.*?)^```$", re.M | re.S)
 _EXIT = re.compile(r"^\[exit status (\d+)\]$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -147,7 +149,7 @@ def test_every_docs_page_is_linked_from_the_readme_or_the_docs_index() -> None:
     assert sorted(str(p.relative_to(ROOT)) for p in pages - linked) == []
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(ROOT)))
+@pytest.mark.parametrize("doc", LINKING, ids=lambda d: str(d.relative_to(ROOT)))
 def test_relative_links_resolve(doc: Path) -> None:
     broken = []
     for target in _links(doc):

@@ -1,7 +1,8 @@
 """Findings: what kafkatx reports, each explaining itself in one line with a location.
 
-Every kind is registered in ``KINDS`` with its severity and a one-line explanation; the README
-lists them. Severity ``error`` makes ``kafkatx verify`` exit 1.
+Every kind is registered in ``KINDS`` with its severity and a one-line explanation;
+docs/findings.md lists them (``tests/test_docs_reference.py`` checks it does). Severity
+``error`` makes ``kafkatx verify`` exit 1.
 """
 
 from __future__ import annotations

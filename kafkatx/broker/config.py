@@ -68,7 +68,7 @@ class ConfigDef:
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 
 # Kafka 3.0's topic configs with their defaults (LogConfig / ServerLogConfigs); what the broker
-# acts on is listed in the README, the rest is validated (config_validation), kept and reported.
+# acts on is listed in docs/serve.md, the rest is validated (config_validation), kept and reported.
 TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(name="cleanup.policy", default="delete", config_type=LIST,
               broker_synonym="log.cleanup.policy"),

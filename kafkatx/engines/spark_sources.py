@@ -18,7 +18,7 @@ the checkout on ``PYTHONPATH``, or register them once per session (the Spark eng
     register(spark)
 
 * ``kafka_segments``: one row per batch header of every live segment (schema:
-  :data:`kafkatx.engines.segment_table.SPARK_DDL`, documented in the README). Input partitions
+  :data:`kafkatx.engines.segment_table.SPARK_DDL`, documented in docs/spark.md). Input partitions
   are byte ranges of segments, packed to about ``splitSize`` bytes (option, default 128 MiB);
   big segments are split at batch starts taken from their ``.index``. The reader yields Arrow
   record batches built with numpy by the same scanner the local engine uses.
