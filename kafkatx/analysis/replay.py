@@ -149,13 +149,11 @@ class ReplayResult:
 
 
 def run_columns(scan: SegmentScan, keep: npt.NDArray[np.intp] | None = None) -> RunColumns:
-    """The columns the columnar replay reads, for the rows ``keep`` (default: all)."""
+    """The columns the columnar replay reads, for the rows ``keep`` (default: all, as views of
+    the scan's columns in their own dtypes: no copy)."""
     h = scan.headers
 
-    def col(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-        return (values if keep is None else values[keep]).astype(np.int64)
-
-    def flag(values: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    def col(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return values if keep is None else values[keep]
 
     return RunColumns(
@@ -163,7 +161,7 @@ def run_columns(scan: SegmentScan, keep: npt.NDArray[np.intp] | None = None) -> 
         producer_id=col(h.producer_id), producer_epoch=col(h.producer_epoch),
         base_sequence=col(h.base_sequence), last_sequence=col(h.last_sequence),
         max_timestamp=col(h.max_timestamp), records_count=col(h.records_count),
-        is_transactional=flag(h.is_transactional), is_control=flag(h.is_control),
+        is_transactional=col(h.is_transactional), is_control=col(h.is_control),
         magic=col(h.magic), control_type=col(scan.control_type),
         coordinator_epoch=col(scan.coordinator_epoch))
 

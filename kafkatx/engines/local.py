@@ -34,10 +34,9 @@ from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayRe
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.errors import FormatError
-from kafkatx.formats.offset_index import read_offset_index
+from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
-from kafkatx.formats.time_index import read_time_index
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import read_txn_index
 from kafkatx.storage.discovery import (
@@ -201,11 +200,11 @@ def analyze_partition(
         )
         if seg.index is not None:
             ctx.offset_index, ctx.offset_index_sanity = _read_index(
-                seg.index, seg.base_offset, read_offset_index, offset_index_sanity)
+                seg.index, seg.base_offset, read_offset_index_columns, offset_index_sanity)
             ctx.offset_index_path = str(seg.index)
         if seg.timeindex is not None:
             ctx.time_index, ctx.time_index_sanity = _read_index(
-                seg.timeindex, seg.base_offset, read_time_index, time_index_sanity)
+                seg.timeindex, seg.base_offset, read_time_index_columns, time_index_sanity)
             ctx.time_index_path = str(seg.timeindex)
         raw = _read_small(seg.txnindex)
         if raw is not None:

@@ -266,8 +266,11 @@ def scan_v2_run(
             cols = [np.empty(capacity, dtype=t) for _, t in _C_COLUMNS]
             n, pos, reason = _ext.scan_v2(mv, pos, end, capacity, *cols)
             if n:
-                # Copy a mostly empty chunk so its unused rows are freed.
-                cols = [c[:n].copy() if n < capacity // 2 else c[:n] for c in cols]
+                # Shrink each array in place (realloc: no copy, the unused tail is freed; no
+                # view of them exists yet).
+                for c in cols:
+                    if n < capacity:
+                        c.resize(n, refcheck=False)
                 named = {name: c for (name, _), c in zip(_C_COLUMNS, cols, strict=True)}
                 parts.append(HeaderColumns(magic=np.full(n, 2, dtype=np.int8), **named))
             if reason != StopReason.CAPACITY:

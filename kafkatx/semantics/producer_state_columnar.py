@@ -26,6 +26,7 @@ case are brought to their end state with ``ProducerStateEntry`` methods at the e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,26 +50,29 @@ NO_MARKER = np.iinfo(np.int64).min  # a coordinator epoch is an int32: never thi
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.signedinteger[Any]]
 _NO_ROWS: I64 = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunColumns:
-    """The header columns of a run of batches in log order (one row per batch)."""
+    """The header columns of a run of batches in log order (one row per batch), in the
+    scanner's dtypes (int64 offsets, ids and timestamps; int32 sequences, counts and
+    coordinator epochs; int16 epochs and control types; int8 magic)."""
 
     base_offset: I64
     last_offset: I64
     producer_id: I64
-    producer_epoch: I64
-    base_sequence: I64
-    last_sequence: I64
+    producer_epoch: Ints
+    base_sequence: Ints
+    last_sequence: Ints
     max_timestamp: I64
-    records_count: I64
+    records_count: Ints
     is_transactional: Mask
     is_control: Mask
-    magic: I64
-    control_type: I64
-    coordinator_epoch: I64
+    magic: Ints
+    control_type: Ints
+    coordinator_epoch: Ints
 
     def __len__(self) -> int:
         return len(self.base_offset)
@@ -163,8 +167,8 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
     bad_group |= (txn_count == 0) & (data_count > 0) & (marker_count > 0)
 
     dpos = np.flatnonzero(data)
-    base_seq = cols.base_sequence[rows]
-    last_seq = cols.last_sequence[rows]
+    base_seq = cols.base_sequence[rows].astype(np.int64)
+    last_seq = cols.last_sequence[rows].astype(np.int64)
     if check_sequences and len(dpos):
         delta = cols.last_offset[rows] - cols.base_offset[rows]
         wraps = data & ((base_seq < 0) | (base_seq + delta > INT32_MAX))
@@ -244,27 +248,33 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
     key_data = group_of[fd_rows] * (n + 2) + seg_of_data
     key_marker = group_of[fm_rows] * (n + 2) + markers_before[fm_rows]
     key_cont = np.flatnonzero(continues & fast) * (n + 2)
-    keys = np.unique(np.concatenate((key_data, key_marker, key_cont)))
+    # key_data is sorted (grouped order): its runs are the transactions' data, found in one
+    # pass; only the few run keys, markers and continuations are merged and searched.
+    fd_src = rows[fd_rows]
+    bounds = (np.flatnonzero(np.r_[True, key_data[1:] != key_data[:-1]]) if len(key_data)
+              else _NO_ROWS)
+    run_keys = key_data[bounds]
+    keys = np.unique(np.concatenate((run_keys, key_marker, key_cont)))
     t = len(keys)
     txn_group = keys // (n + 2)
     txn_seg = keys % (n + 2)
     txn_cont = (txn_seg == 0) & continues[txn_group]
-    didx = np.searchsorted(keys, key_data)
-    bounds = np.flatnonzero(np.r_[True, didx[1:] != didx[:-1]]) if len(didx) else didx
-    txn_batches = np.bincount(didx, minlength=t).astype(np.int64)
-    txn_records = np.bincount(didx, weights=cols.records_count[rows[fd_rows]],
-                              minlength=t).astype(np.int64)
-    ts = cols.max_timestamp[rows[fd_rows]]
+    txn_batches = np.zeros(t, dtype=np.int64)
+    txn_records = np.zeros(t, dtype=np.int64)
     txn_first_ts = np.full(t, np.iinfo(np.int64).max, dtype=np.int64)
     txn_last_ts = np.full(t, np.iinfo(np.int64).min, dtype=np.int64)
     txn_last_data = np.full(t, -1, dtype=np.int64)
     start_pos = np.full(t, -1, dtype=np.int64)
-    if len(didx):
-        owners = didx[bounds]
+    if len(bounds):
+        owners = np.searchsorted(keys, run_keys)
+        run_end = np.append(bounds[1:], len(key_data))
+        txn_batches[owners] = run_end - bounds
+        txn_records[owners] = np.add.reduceat(cols.records_count[fd_src], bounds,
+                                              dtype=np.int64)
+        ts = cols.max_timestamp[fd_src]
         txn_first_ts[owners] = np.minimum.reduceat(ts, bounds)
         txn_last_ts[owners] = np.maximum.reduceat(ts, bounds)
-        last_in = np.append(bounds[1:], len(didx)) - 1
-        txn_last_data[owners] = cols.last_offset[rows[fd_rows[last_in]]]
+        txn_last_data[owners] = cols.last_offset[fd_src[run_end - 1]]
         start_pos[owners] = fd_rows[bounds]
     txn_first = np.where(txn_cont, continues_first[txn_group],
                          cols.base_offset[rows[np.maximum(start_pos, 0)]])
@@ -294,7 +304,8 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
         mend = np.ones(len(mpos), dtype=bool)
         mend[:-1] = group_of[mpos[1:]] != group_of[mpos[:-1]]
         last_marker_pos[group_of[mpos[mend]]] = mpos[mend]
-    coord_end = np.where(last_marker_pos >= 0, coord[np.maximum(last_marker_pos, 0)], NO_MARKER)
+    coord_end = np.where(last_marker_pos >= 0,
+                         coord[np.maximum(last_marker_pos, 0)].astype(np.int64), NO_MARKER)
     open_end = np.full(groups, -1, dtype=np.int64)
     last_txn = np.full(groups, -1, dtype=np.int64)
     if t:

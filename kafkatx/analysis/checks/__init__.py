@@ -18,10 +18,9 @@ from types import ModuleType
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay import ReplayResult, StableOffsets
 from kafkatx.errors import FormatError
-from kafkatx.formats.offset_index import OffsetIndexRead
+from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshot
 from kafkatx.formats.segment_scan import SegmentScan
-from kafkatx.formats.time_index import TimeIndexRead
 from kafkatx.formats.txn_index import TxnIndexRead
 
 
@@ -34,9 +33,9 @@ class SegmentContext:
     base_offset: int  # from the file name
     log_path: str
     scan: SegmentScan
-    offset_index: OffsetIndexRead | None = None
+    offset_index: OffsetIndexColumns | None = None
     offset_index_path: str | None = None
-    time_index: TimeIndexRead | None = None
+    time_index: TimeIndexColumns | None = None
     time_index_path: str | None = None
     # What OffsetIndex#sanityCheck / TimeIndex#sanityCheck say about the files as they are on disk
     offset_index_sanity: tuple[FormatError, ...] = ()

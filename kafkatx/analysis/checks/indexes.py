@@ -27,8 +27,7 @@ import numpy.typing as npt
 from kafkatx.analysis.checks import SegmentContext
 from kafkatx.analysis.findings import Finding, location
 from kafkatx.errors import FormatError
-from kafkatx.formats.offset_index import OffsetIndexEntry, OffsetIndexRead
-from kafkatx.formats.time_index import TimeIndexEntry, TimeIndexRead
+from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
 
 INFO = "info"
 
@@ -67,7 +66,7 @@ def _is_active(ctx: SegmentContext) -> bool:
     return ctx.next_base_offset is None
 
 
-def _file_problems(ctx: SegmentContext, read: OffsetIndexRead | TimeIndexRead,
+def _file_problems(ctx: SegmentContext, read: OffsetIndexColumns | TimeIndexColumns,
                    sanity: Sequence[FormatError], kafka_check: str) -> Iterator[Finding]:
     """Entries the reader skipped, the sanity check's verdict, and a leftover zero tail."""
     path = read.path
@@ -89,7 +88,7 @@ def _file_problems(ctx: SegmentContext, read: OffsetIndexRead | TimeIndexRead,
                             f"--index-sanity-check): {p.message}",
                        location(p.path, p.position))
     if tail and not _is_active(ctx):
-        msg = (f"{name} keeps a {tail}-byte preallocated zero tail after {len(read.entries)} "
+        msg = (f"{name} keeps a {tail}-byte preallocated zero tail after {len(read)} "
                "entries although its segment is no longer active (Kafka trims indexes on roll): "
                "the broker stopped before the trim reached disk")
         if tail_fails_sanity:
@@ -97,17 +96,16 @@ def _file_problems(ctx: SegmentContext, read: OffsetIndexRead | TimeIndexRead,
         yield _finding(ctx, msg, path, severity=INFO)
 
 
-def _offset_index(ctx: SegmentContext, read: OffsetIndexRead) -> Iterator[Finding]:
+def _offset_index(ctx: SegmentContext, read: OffsetIndexColumns) -> Iterator[Finding]:
     """Entries against batch positions and offsets (``LogSegment#append``/``#recover``)."""
     yield from _file_problems(ctx, read, ctx.offset_index_sanity, "OffsetIndex#sanityCheck")
-    entries = read.entries
-    if not entries:
+    if not len(read):
         return
-    bad = _bad_offset_entries(ctx, entries)
+    bad = _bad_offset_entries(ctx, read)
     if bad:
         k, reason = bad[0]
-        e = entries[k]
-        yield _finding(ctx, _summary(read.path, len(bad), len(entries), k,
+        e = read.entry(k)
+        yield _finding(ctx, _summary(read.path, len(bad), len(read), k,
                                      f"offset {e.offset} -> position {e.position}", reason),
                        location(read.path, e.file_position), offset=e.offset)
 
@@ -121,13 +119,12 @@ def _summary(path: str | None, bad: int, total: int, k: int, entry: str, reason:
 
 
 def _bad_offset_entries(ctx: SegmentContext,
-                        entries: tuple[OffsetIndexEntry, ...]) -> list[tuple[int, str]]:
+                        read: OffsetIndexColumns) -> list[tuple[int, str]]:
     h = ctx.scan.headers
     n = len(h)
     size = ctx.scan.size
-    m = len(entries)
-    eo = np.fromiter((e.offset for e in entries), np.int64, m)
-    ep = np.fromiter((e.position for e in entries), np.int64, m)
+    m = len(read)
+    eo, ep = read.offset, read.position
     if not n:
         return [(k, f"the segment holds no batches ({size} bytes)") for k in range(m)]
     pos, base, last = h.position, h.base_offset, h.last_offset
@@ -167,28 +164,26 @@ def _damage_note(ctx: SegmentContext, position: int) -> str:
     return ""
 
 
-def _time_index(ctx: SegmentContext, read: TimeIndexRead) -> Iterator[Finding]:
+def _time_index(ctx: SegmentContext, read: TimeIndexColumns) -> Iterator[Finding]:
     """Entries against the batches' offsets and timestamps (``TimeIndex#maybeAppend``)."""
     yield from _file_problems(ctx, read, ctx.time_index_sanity, "TimeIndex#sanityCheck")
-    entries = read.entries
-    if not entries:
+    if not len(read):
         return
-    bad = _bad_time_entries(ctx, entries)
+    bad = _bad_time_entries(ctx, read)
     if bad:
         k, reason = bad[0]
-        e = entries[k]
-        yield _finding(ctx, _summary(read.path, len(bad), len(entries), k,
+        e = read.entry(k)
+        yield _finding(ctx, _summary(read.path, len(bad), len(read), k,
                                      f"timestamp {e.timestamp} -> offset {e.offset}", reason),
                        location(read.path, e.file_position), offset=e.offset)
 
 
 def _bad_time_entries(ctx: SegmentContext,
-                      entries: tuple[TimeIndexEntry, ...]) -> list[tuple[int, str]]:
+                      read: TimeIndexColumns) -> list[tuple[int, str]]:
     h = ctx.scan.headers
     n = len(h)
-    m = len(entries)
-    eo = np.fromiter((e.offset for e in entries), np.int64, m)
-    et = np.fromiter((e.timestamp for e in entries), np.int64, m)
+    m = len(read)
+    eo, et = read.offset, read.timestamp
     if not n:
         return [(k, "the segment holds no batches") for k in range(m)]
     base, last = h.base_offset, h.last_offset
