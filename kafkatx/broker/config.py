@@ -52,6 +52,9 @@ class BrokerConfig:
     # The finalized ``transaction.version`` feature (``--transaction-version``): 0 as Kafka 3.0,
     # 1 adds flexible coordinator values and KIP-890 part 1 verification, 2 transactions v2.
     transaction_version: int = 0
+    # metadata.log.max.record.bytes.between.snapshots: a KRaft snapshot of the metadata log
+    # once this many bytes of records were appended since the last (and at a clean shutdown).
+    metadata_snapshot_bytes: int = 20 * 1024 * 1024  # kraft_log.DEFAULT_SNAPSHOT_BYTES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -135,9 +135,11 @@ class ConfigAdmin:
             if kind == BROKER_LOGGER:
                 self._broker_logger(name, ops)
             elif kind == BROKER:
-                self._alter_broker(name, self._apply_broker_ops(name, ops), validate_only)
+                self._alter_broker(name, self._apply_broker_ops(name, ops), validate_only,
+                                   [op[0] for op in ops])
             elif kind == TOPIC:
-                self._alter_topic(name, self._apply_topic_ops(name, ops), validate_only)
+                self._alter_topic(name, self._apply_topic_ops(name, ops), validate_only,
+                                  [op[0] for op in ops])
             else:
                 raise Refused(ErrorCode.invalid_request, f"Unknown resource type {kind}")
         return self._each(resources, alter)
@@ -149,9 +151,9 @@ class ConfigAdmin:
             self._preprocess([c[0] for c in configs], [c[0] for c in configs if c[1] is None])
             wanted = {key: value for key, value in configs if value is not None}
             if kind == BROKER:
-                self._alter_broker(name, wanted, validate_only)
+                self._alter_broker(name, wanted, validate_only, list(wanted))
             elif kind == TOPIC:
-                self._alter_topic(name, wanted, validate_only)
+                self._alter_topic(name, wanted, validate_only, list(wanted))
             else:  # AlterConfigs does not do BROKER_LOGGER either
                 raise Refused(ErrorCode.invalid_request, f"Unknown resource type {kind}")
         return self._each(resources, alter)
@@ -259,7 +261,8 @@ class ConfigAdmin:
             raise Refused(ErrorCode.invalid_request, "kafkatx serve cannot change its listeners "
                                                      f"while it runs: {_set_text(listeners)}")
 
-    def _alter_broker(self, name: str, props: dict[str, str], validate_only: bool) -> None:
+    def _alter_broker(self, name: str, props: dict[str, str], validate_only: bool,
+                      named: Sequence[str]) -> None:
         if name:
             self._broker_id_check(name)
         per_broker = bool(name)
@@ -267,6 +270,7 @@ class ConfigAdmin:
         if validate_only:
             return
         stored = self.logs.dynamic_configs.of(per_broker)
+        self._record(BROKER, name, stored, props, named)
         stored.clear()
         stored.update(props)
         self.logs.reconfigure()
@@ -293,7 +297,8 @@ class ConfigAdmin:
         topic = self.logs.topics.get(name)
         return _apply_ops(topic.configs if topic is not None else {}, ops, list_default)
 
-    def _alter_topic(self, name: str, configs: dict[str, str], validate_only: bool) -> None:
+    def _alter_topic(self, name: str, configs: dict[str, str], validate_only: bool,
+                     named: Sequence[str]) -> None:
         """``validateAlterConfig`` then, unless validating only, the change."""
         self._topic_check(name)
         try:
@@ -307,5 +312,12 @@ class ConfigAdmin:
                           f"The topic '{name}' does not exist.")
         if validate_only:
             return
+        self._record(TOPIC, name, topic.configs, configs, named)
         topic.configs = configs
         self.logs.reconfigure(topic)
+
+    def _record(self, kind: int, name: str, before: dict[str, str], after: dict[str, str],
+                named: Sequence[str]) -> None:
+        """The change as the controller's ConfigRecords in the metadata log."""
+        if self.logs.controller is not None:
+            self.logs.controller.alter_configs(kind, name, before, after, named)

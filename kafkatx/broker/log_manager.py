@@ -7,6 +7,13 @@ log-start-offset checkpoints, ``asyncDelete`` renaming a partition directory to
 the topic id, ``leader-epoch-checkpoint`` with the first epoch), ``ReplicaManager#deleteRecords``
 (internal topics refused, ``LeaderEpochFileCache#truncateFromStart``) and ``MetaProperties``
 (KRaft ``meta.properties`` v1). Topic ids are Kafka ``Uuid``s (``Uuid#randomUuid``).
+
+Topics, their ids, partition counts and configs, and the dynamic broker configs live in the
+node's KRaft metadata log (``__cluster_metadata-0``, :mod:`kafkatx.broker.kraft_log`): every
+change is written there first (:mod:`kafkatx.broker.controller`), and a start loads them from
+it, as a KRaft broker's ``LogManager`` is given its topics by the metadata image. A partition
+directory of a topic the metadata log does not know (a log dir written before it existed) is
+adopted: its topic is written to the metadata log.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.config import LEADER_EPOCH, BrokerConfig
+from kafkatx.broker.controller import BROKER_RESOURCE, Controller
 from kafkatx.broker.dynamic_config import DynamicBrokerConfigs, topic_config_value
 from kafkatx.broker.files import atomic_write, create_if_missing
+from kafkatx.broker.kraft_log import METADATA_DIR, KRaftMetadataLog
 from kafkatx.broker.log_loader import LoadProgress
 from kafkatx.broker.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (
@@ -103,6 +112,19 @@ def kafka_uuid(u: uuid.UUID) -> str:
     return uuid_from_bytes(u.bytes)
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _dir_topic_id(path: Path) -> uuid.UUID | None:
+    """The topic id of a partition directory's ``partition.metadata`` (None without one)."""
+    meta_path = path / PARTITION_METADATA_FILE
+    if not meta_path.exists():
+        return None
+    meta = read_partition_metadata(meta_path.read_bytes(), path=str(meta_path))
+    return uuid.UUID(bytes=uuid_to_bytes(meta.topic_id)) if meta.topic_id is not None else None
+
+
 @dataclass(slots=True)
 class Topic:
     """A topic of ``num_partitions`` partitions; ``logs`` holds the ones that exist on disk.
@@ -136,6 +158,8 @@ class LogManager:
         self.root = Path(config.log_dir)
         self.topics: dict[str, Topic] = {}
         self.cluster_id = ""
+        self.directory_id = ""
+        self.controller: Controller | None = None
         self.previous_shutdown_clean = True
         self.broker_epoch = 0
         self.load_problems: list[str] = []
@@ -144,8 +168,7 @@ class LogManager:
         self.load_completed = False
         # Checkpoint entries as read at start, kept for partitions a stopped load never reached.
         self._read_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
-        # Broker configs set with (Incremental)AlterConfigs, kept in memory (a restart forgets
-        # them, as it forgets topic overrides: there is no metadata log yet).
+        # Broker configs set with (Incremental)AlterConfigs (ConfigRecords of the metadata log).
         self.dynamic_configs = DynamicBrokerConfigs()
 
     # -- start -------------------------------------------------------------------------------
@@ -155,8 +178,10 @@ class LogManager:
         (and each recovered segment) and may stop the load (``LoadInterrupted``)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self._meta_properties()
+        self._open_metadata()
         marker = self.root / CLEAN_SHUTDOWN_FILE
-        has_logs = any(parse_partition_dir(p.name) for p in self.root.iterdir() if p.is_dir())
+        has_logs = any(parse_partition_dir(p.name) for p in self.root.iterdir()
+                       if p.is_dir() and p.name != METADATA_DIR)
         self.previous_shutdown_clean = marker.exists() or not has_logs
         if marker.exists():
             try:
@@ -181,31 +206,60 @@ class LogManager:
         return checkpoint.as_map()
 
     def _meta_properties(self) -> None:
+        """``MetaPropertiesEnsemble``: the log dir's ``meta.properties`` v1, written when there is
+        none (``kafka-storage format``) and given a ``directory.id`` when it lacks one (as Kafka
+        3.7+ does at start)."""
         path = self.root / META_PROPERTIES_FILE
+        properties: dict[str, str] = {}
         if path.exists():
             meta = read_meta_properties(path.read_bytes(), path=str(path))
             if meta.node_id is not None and meta.node_id != self.config.node_id:
                 raise LogLoadError(f"{path}: node.id {meta.node_id} does not match --node-id "
                                    f"{self.config.node_id}")
+            properties = dict(meta.properties)
             self.cluster_id = meta.cluster_id or ""
-            if self.cluster_id:
+            self.directory_id = meta.directory_id or ""
+            if self.cluster_id and self.directory_id:
                 return
-        self.cluster_id = kafka_uuid(random_topic_id())
+        self.cluster_id = self.cluster_id or kafka_uuid(random_topic_id())
+        self.directory_id = self.directory_id or kafka_uuid(random_topic_id())
         atomic_write(path, build_meta_properties({
+            **properties,
             "cluster.id": self.cluster_id,
-            "directory.id": kafka_uuid(random_topic_id()),
+            "directory.id": self.directory_id,
             "node.id": str(self.config.node_id),
             "version": "1",
         }))
+
+    def _open_metadata(self) -> None:
+        """The KRaft metadata log: loaded (snapshot + records), a new raft epoch begun, the
+        bootstrap records written when it is new; the dynamic broker configs from its image."""
+        metadata = KRaftMetadataLog(self.root, node_id=self.config.node_id,
+                                    snapshot_bytes=self.config.metadata_snapshot_bytes)
+        metadata.open(_now_ms())
+        self.load_problems.extend(metadata.problems)
+        self.controller = Controller(metadata, node_id=self.config.node_id,
+                                     directory_id=self.directory_id, now_ms=_now_ms)
+        self.controller.activate(self.config.transaction_version)
+        configs = metadata.image.configs
+        self.dynamic_configs.node.update(configs.get((BROKER_RESOURCE,
+                                                      str(self.config.node_id)), {}))
+        self.dynamic_configs.cluster.update(configs.get((BROKER_RESOURCE, ""), {}))
 
     def _load_partitions(self, log_start_offsets: Mapping[tuple[str, int], int],
                          recovery_points: Mapping[tuple[str, int], int],
                          progress: LoadProgress) -> None:
         """``LogManager#loadLogs``: every partition directory through ``LogLoader``; after an
-        unclean shutdown each recovers from its checkpointed recovery point (0 if absent)."""
+        unclean shutdown each recovers from its checkpointed recovery point (0 if absent).
+
+        The topics are the metadata image's (``BrokerMetadataPublisher`` hands a KRaft broker
+        its topics): a directory whose ``partition.metadata`` names another topic id than the
+        image's (a deleted topic's) or a partition the topic does not have is not loaded (Kafka
+        treats it as a stray log); a partition of the image without a directory gets one
+        (``Partition#createLogIfNotExists``); a topic only the directories know is adopted."""
         found: dict[str, list[tuple[int, Path]]] = {}
         for path in sorted(self.root.iterdir()):
-            if not path.is_dir():
+            if not path.is_dir() or path.name == METADATA_DIR:
                 continue
             if path.name.endswith("-delete"):
                 shutil.rmtree(path, ignore_errors=True)  # an interrupted delete: finish it
@@ -214,26 +268,30 @@ class LogManager:
             if parsed is None or parsed.state != "live":
                 continue
             found.setdefault(parsed.topic, []).append((parsed.partition, path))
+        assert self.controller is not None
+        image = self.controller.image
+        known = {t.name: t for t in image.topics.values()}
         progress.partitions_total = sum(len(parts) for parts in found.values())
-        for name, parts in sorted(found.items()):
-            topic_id = None
-            for _, path in parts:
-                meta_path = path / PARTITION_METADATA_FILE
-                if meta_path.exists():
-                    meta = read_partition_metadata(meta_path.read_bytes(), path=str(meta_path))
-                    if meta.topic_id is not None:
-                        topic_id = uuid.UUID(bytes=uuid_to_bytes(meta.topic_id))
-                        break
+        for name in sorted(set(found) | set(known)):
+            parts = sorted(found.get(name, []))
             internal = name in INTERNAL_TOPICS
-            topic = Topic(name, topic_id or random_topic_id(),
-                          self.internal_topic_configs(name),
-                          num_partitions=INTERNAL_PARTITIONS if internal else 0)
-            for partition, path in sorted(parts):
+            meta = known.get(name)
+            if meta is not None:
+                topic = Topic(name, uuid.UUID(bytes=uuid_to_bytes(meta.topic_id)),
+                              image.topic_configs(name), num_partitions=len(meta.partitions))
+                parts = [(p, path) for p, path in parts if self._belongs(topic, p, path)]
+            else:
+                topic_id = next((t for t in (_dir_topic_id(path) for _, path in parts) if t),
+                                None)
+                topic = Topic(name, topic_id or random_topic_id(),
+                              self.internal_topic_configs(name),
+                              num_partitions=INTERNAL_PARTITIONS if internal else 0)
+            for partition, path in parts:
                 if internal and partition >= INTERNAL_PARTITIONS:
                     self.load_problems.append(f"{path}: partition {partition} of an internal "
                                               f"topic of {INTERNAL_PARTITIONS}; ignored")
                     continue
-                if not internal and partition != len(topic.logs):
+                if meta is None and not internal and partition != len(topic.logs):
                     self.load_problems.append(f"{path}: partition {partition} without all the "
                                               "partitions below it; ignored")
                     continue
@@ -244,16 +302,37 @@ class LogManager:
                 log.open(log_start_offsets.get((name, partition), 0),
                          recovery_point=recovery_points.get((name, partition), 0),
                          had_clean_shutdown=self.previous_shutdown_clean,
-                         now_ms=time.time_ns() // 1_000_000, progress=progress)
+                         now_ms=_now_ms(), progress=progress)
                 self.load_problems.extend(log.load_problems)
                 topic.logs[partition] = log
                 progress.partitions_loaded += 1
-            if topic.logs:
+            if meta is None:
+                if not topic.logs:
+                    continue
                 if not internal:
                     topic.num_partitions = len(topic.logs)
-                self.topics[name] = topic
-            else:
-                self.topics.pop(name, None)
+                self.controller.create_topic(name, kafka_uuid(topic.topic_id),
+                                             topic.num_partitions, topic.configs)
+            elif not internal:
+                for partition in range(topic.num_partitions):
+                    if partition not in topic.logs:
+                        self._create_log(topic, partition)
+            self.topics[name] = topic
+
+    def _belongs(self, topic: Topic, partition: int, path: Path) -> bool:
+        """Whether the directory is a partition of ``topic`` as the metadata image has it."""
+        if partition >= topic.num_partitions:
+            self.load_problems.append(f"{path}: {topic.name} has {topic.num_partitions} "
+                                      "partitions in the metadata log; not loaded")
+            return False
+        found = _dir_topic_id(path)
+        if found is not None and found != topic.topic_id:
+            self.load_problems.append(
+                f"{path}: partition.metadata says topic id {kafka_uuid(found)}, the metadata "
+                f"log says {topic.name} is {kafka_uuid(topic.topic_id)} (a deleted topic's "
+                "directory); not loaded")
+            return False
+        return True
 
     # -- topics ------------------------------------------------------------------------------
 
@@ -305,10 +384,26 @@ class LogManager:
             raise TopicError("exists", f"Topic '{name}' already exists.")
         topic = Topic(name, random_topic_id(), dict(configs or {}),
                       num_partitions=num_partitions)
+        self._metadata().create_topic(name, kafka_uuid(topic.topic_id), num_partitions,
+                                      topic.configs)
         for p in range(num_partitions):
             self._create_log(topic, p)
         self.topics[name] = topic
         return topic
+
+    def create_partitions(self, topic: Topic, count: int) -> None:
+        """``ReplicationControlManager#createPartitions``: the new partitions' records, then
+        their logs."""
+        self._metadata().create_partitions(kafka_uuid(topic.topic_id), topic.num_partitions,
+                                           count)
+        for partition in range(topic.num_partitions, count):
+            self._create_log(topic, partition)
+        topic.num_partitions = count
+
+    def _metadata(self) -> Controller:
+        if self.controller is None:
+            raise RuntimeError("the log dir is not started: no metadata log")
+        return self.controller
 
     def _create_log(self, topic: Topic, partition: int) -> PartitionLog:
         """``Partition#createLogIfNotExists``: the directory, its metadata files, the log."""
@@ -343,6 +438,8 @@ class LogManager:
                 raise TopicError("invalid", f"{name} is not an internal topic")
             topic = Topic(name, random_topic_id(), self.internal_topic_configs(name),
                           num_partitions=INTERNAL_PARTITIONS)
+            self._metadata().create_topic(name, kafka_uuid(topic.topic_id),
+                                          INTERNAL_PARTITIONS, topic.configs)
             self.topics[name] = topic
         return topic
 
@@ -359,9 +456,11 @@ class LogManager:
     def delete_topic(self, name: str) -> Topic:
         """``LogManager#asyncDelete`` for each partition: rename to ``<dir>.<uuid>-delete``, then
         remove (Kafka waits ``file.delete.delay.ms``; here the removal follows at once)."""
-        topic = self.topics.pop(name, None)
+        topic = self.topics.get(name)
         if topic is None:
             raise TopicError("unknown", "This server does not host this topic-partition.")
+        self._metadata().delete_topic(kafka_uuid(topic.topic_id))
+        del self.topics[name]
         for log in topic.logs.values():
             log.release()
             unique = uuid.uuid4().hex
@@ -515,6 +614,10 @@ class LogManager:
                      build_offset_checkpoint(self._entries("log_end_offset",
                                                            RECOVERY_CHECKPOINT)))
         self.checkpoint_log_start_offsets()
+        if self.controller is not None:
+            if self.load_completed:
+                self.controller.controlled_shutdown()
+            self.controller.metadata.close(_now_ms())
         if not (self.previous_shutdown_clean or self.load_completed):
             return
         atomic_write(self.root / CLEAN_SHUTDOWN_FILE, json.dumps(

@@ -263,9 +263,10 @@ class PartitionLog:
     def append_as_leader(self, records: bytes, now_ms: int, *,
                          origin: AppendOrigin = AppendOrigin.CLIENT,
                          batches: tuple[list[BatchHeader], int] | None = None) -> AppendResult:
-        """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT) or a coordinator's
+        """``UnifiedLog#appendAsLeader`` for a client produce (origin CLIENT), a coordinator's
         records (origin COORDINATOR: no duplicate detection and no sequence checks, as
-        ``UnifiedLog#analyzeAndValidateProducerState`` and ``ProducerAppendInfo`` skip them).
+        ``UnifiedLog#analyzeAndValidateProducerState`` and ``ProducerAppendInfo`` skip them) or
+        the KRaft leader's metadata batches (origin RAFT_LEADER: control batches allowed).
         ``batches`` is ``split_batches(records)`` when the caller has already split them."""
         if batches is None:
             try:
@@ -279,7 +280,7 @@ class PartitionLog:
             raise AppendError(ErrorCode.invalid_record,
                               "Compressed outer record has more than one batch")
         h = headers[0]
-        self._analyze_and_validate(records, h)
+        self._analyze_and_validate(records, h, origin)
         # The stored batch is the client's with the fields patched below; its header is not
         # read again: only the base offset (so the last offset) and, for LogAppendTime, the
         # max timestamp differ from ``h``.
@@ -366,8 +367,9 @@ class PartitionLog:
         self._after_append(offset)
         return offset
 
-    def _analyze_and_validate(self, records: bytes, h: BatchHeader) -> None:
-        """``UnifiedLog#analyzeAndValidateRecords`` + ``LogValidator#validateBatch`` (CLIENT)."""
+    def _analyze_and_validate(self, records: bytes, h: BatchHeader,
+                              origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+        """``UnifiedLog#analyzeAndValidateRecords`` + ``LogValidator#validateBatch``."""
         if h.base_offset != 0:
             raise AppendError(ErrorCode.invalid_record,
                               f"The baseOffset of the record batch in the append to {self.name} "
@@ -398,7 +400,7 @@ class PartitionLog:
                               f"Inconsistent batch offset range [0, {h.last_offset_delta}] and "
                               f"count of records {h.records_count} in topic partition "
                               f"{self.name}")
-        if h.is_control:
+        if h.is_control and origin == AppendOrigin.CLIENT:
             raise AppendError(ErrorCode.invalid_record,
                               "Clients are not allowed to write control records in topic "
                               f"partition {self.name}")

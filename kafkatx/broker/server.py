@@ -33,7 +33,7 @@ from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_v
 from kafkatx.broker.lifecycle import StopRequest
 from kafkatx.broker.log_cleaner import LogCleaner
 from kafkatx.broker.log_loader import LoadInterrupted, LoadProgress
-from kafkatx.broker.log_manager import LogManager
+from kafkatx.broker.log_manager import LogManager, kafka_uuid, random_topic_id
 from kafkatx.broker.partition_log import fsync_files
 from kafkatx.broker.producer_ids import ProducerIdManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
@@ -137,7 +137,11 @@ class Broker:
         logs_done = time.monotonic()
         for problem in self.logs.load_problems:
             self.warn(problem)
-        self.producer_ids = ProducerIdManager(self.logs.max_producer_id())
+        controller = self.logs.controller
+        assert controller is not None
+        self.producer_ids = ProducerIdManager(
+            self.logs.max_producer_id(), next_block=controller.image.next_producer_id,
+            on_block=controller.allocate_producer_ids)
         # Groups first: completing a transaction left in Prepare* at load time materialises
         # the pending offset commits the group coordinator has just loaded.
         self.groups.load(progress.step)
@@ -181,6 +185,11 @@ class Broker:
                                                   self.config.port)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
+        assert self.logs.controller is not None
+        # BrokerLifecycleManager: the broker registers once it listens; its epoch is the offset
+        # of its RegisterBrokerRecord.
+        self.logs.broker_epoch = self.logs.controller.register_broker(
+            kafka_uuid(random_topic_id()), self.advertised_host, self.port)
         self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
         self._tasks.append(asyncio.create_task(self._transaction_loop()))
         self._tasks.append(asyncio.create_task(self._retention_loop()))

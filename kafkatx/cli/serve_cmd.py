@@ -25,6 +25,7 @@ from kafkatx.broker.config import (
 )
 from kafkatx.broker.control import start_control
 from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, Faults, parse_rule
+from kafkatx.broker.kraft_log import DEFAULT_SNAPSHOT_BYTES
 from kafkatx.broker.lifecycle import stop_request
 from kafkatx.broker.server import Broker, run_broker
 from kafkatx.errors import KafkatxError
@@ -107,6 +108,12 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               type=click.IntRange(0),
               help="Shortest session timeout a group member may ask for "
                    "(group.min.session.timeout.ms).")
+@click.option("--metadata-snapshot-bytes", default=DEFAULT_SNAPSHOT_BYTES, show_default=True,
+              type=click.IntRange(1),
+              help="Write a KRaft snapshot of the metadata log (__cluster_metadata-0) once this "
+                   "many bytes of metadata records were appended since the last one "
+                   "(metadata.log.max.record.bytes.between.snapshots); one is also written at "
+                   "every clean shutdown.")
 @click.option("--transaction-version", default=0, show_default=True,
               type=click.IntRange(0, 2),
               help="The cluster's finalized transaction.version feature: 0 as Kafka 3.0; 1 adds "
@@ -127,6 +134,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                   transaction_abort_interval_ms: int, transactional_id_expiration_ms: int,
                   group_initial_rebalance_delay_ms: int, group_min_session_timeout_ms: int,
                   transaction_version: int, faults: tuple[FaultRule, ...],
+                  metadata_snapshot_bytes: int,
                   verbose: bool, from_dir: Path | None = None,
                   control_port: int | None = None) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
@@ -157,7 +165,8 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           transactional_id_expiration_ms=transactional_id_expiration_ms,
                           group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
                           group_min_session_timeout_ms=group_min_session_timeout_ms,
-                          transaction_version=transaction_version, faults=faults)
+                          transaction_version=transaction_version, faults=faults,
+                          metadata_snapshot_bytes=metadata_snapshot_bytes)
 
     tasks: list[asyncio.Future[asyncio.Server]] = []  # keeps the control server referenced
 

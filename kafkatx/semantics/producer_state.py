@@ -42,6 +42,7 @@ class AppendOrigin(enum.Enum):
     CLIENT = "client"
     COORDINATOR = "coordinator"
     REPLICATION = "replication"
+    RAFT_LEADER = "raft_leader"  # the KRaft leader appending to __cluster_metadata
 
 
 # Violation kinds (stable names; the forensic checks turn them into findings).

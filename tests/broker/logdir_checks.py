@@ -49,7 +49,9 @@ def check_log_dir(root: Path) -> LogDirView:
         if item["kind"] == "batch":
             assert item["crc_valid"], item
             assert item["magic"] == 2
-            view.batches[str(Path(item["file"]).parent.name)].append(item)
+            # a KRaft snapshot (.checkpoint) numbers its records from 0: its own sequence
+            file = Path(item["file"])
+            view.batches[file.parent.name if file.suffix == ".log" else str(file)].append(item)
         elif item["kind"] == "index_entry":
             index_entries[item["file"]].append(item)
     for partition, batches in view.batches.items():

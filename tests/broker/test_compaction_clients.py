@@ -190,8 +190,11 @@ def test_a_crash_in_the_middle_of_a_clean_recovers_as_kafka(serve: Serve, step: 
     assert set(got) <= set(committed)
     latest = {k: (o, k, v) for o, k, v in committed}
     assert set(latest.values()) <= set(got)
-    if step == "cleaned":  # the clean was undone: every committed record is still there
-        assert got == committed
+    if step == "cleaned":
+        # The clean was undone at load; the topic's configs (compact, min.cleanable.dirty.ratio
+        # 0.01) come back from the metadata log, so the restarted cleaner cleans it again.
+        err = again.stderr()
+        assert err.index("interrupted clean") < err.index("cleaned crash-0 offsets [")
     else:
         assert len(got) < len(committed)
 

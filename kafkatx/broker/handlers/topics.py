@@ -406,10 +406,7 @@ async def handle_create_partitions(broker: Broker, ctx: RequestContext, request:
         try:
             count = _check_create_partitions(broker, wanted)
             if not request.validate_only:
-                topic = broker.logs.topics[wanted.name]
-                for partition in range(topic.num_partitions, count):
-                    broker.logs._create_log(topic, partition)
-                topic.num_partitions = count
+                broker.logs.create_partitions(broker.logs.topics[wanted.name], count)
                 broker.log(f"topic {wanted.name} now has {count} partitions")
         except _Refused as exc:
             error, message = exc.error, exc.message
