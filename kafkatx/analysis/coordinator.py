@@ -19,12 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkatx.analysis.findings import INFO, WARNING, Finding, location
-from kafkatx.analysis.partition_count import (
-    GIVEN,
-    PartitionCount,
-    detect_partition_count,
-    metadata_partition_count,
-)
+from kafkatx.analysis.metadata_settings import metadata_partition_count
+from kafkatx.analysis.partition_count import GIVEN, PartitionCount, detect_partition_count
 from kafkatx.analysis.partition_entries import iter_partition_entries
 from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError

@@ -4,8 +4,9 @@ Kafka places a transactional id in partition ``Utils.abs(id.hashCode) %
 transaction.state.log.num.partitions`` (``TransactionStateManager#partitionFor``); the count is a
 broker setting (default 50, ``TransactionLogConfig.TRANSACTIONS_TOPIC_PARTITIONS_DEFAULT``) fixed
 when the topic is created. A KRaft node's metadata log (``__cluster_metadata-0``) records it:
-the ``PartitionRecord``s of the topic (read by :mod:`kafkatx.analysis.cluster_view`); that
-count is taken when the evidence has one. Otherwise, what a log dir shows:
+the ``PartitionRecord``s of the topic, else a ``transaction.state.log.num.partitions`` broker
+ConfigRecord (:mod:`kafkatx.analysis.metadata_settings`); that count is taken when the evidence
+has one. Otherwise, what a log dir shows:
 
 - the ``__transaction_state-N`` directories: a broker creates one for every replica it hosts,
   empty or not, so the highest N + 1 is a lower bound, and a broker (or a folder of brokers)
@@ -22,17 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from kafkatx.errors import KafkatxError
 from kafkatx.semantics.coordinator_partition import (
     DEFAULT_NUM_PARTITIONS,
     java_string_hashcode,
     java_utils_abs,
 )
-from kafkatx.storage.discovery import Discovery, cluster_id_of
 
 GIVEN = "given"  # --transaction-state-partitions
 METADATA = "metadata"  # the topic's partitions in a KRaft metadata log
@@ -65,7 +63,8 @@ class PartitionCount:
         if self.source == GIVEN:
             why = "given with --transaction-state-partitions"
         elif self.source == METADATA:
-            why = "the __transaction_state partitions in the KRaft metadata log"
+            why = ("the __transaction_state partitions (or transaction.state.log.num."
+                   "partitions) in the KRaft metadata log")
         elif self.source == DIRECTORIES:
             why = f"every partition directory 0..{n - 1} is present"
         elif self.source == PLACEMENT:
@@ -131,33 +130,3 @@ def detect_partition_count(present: Iterable[int], placements: Iterable[tuple[st
     return PartitionCount(count=count, source=source, fits=fits, ids=len(pairs),
                           alternatives=alternatives)
 
-
-def metadata_partition_count(evidence: Discovery, topic: str) -> int | None:
-    """The partitions of ``topic`` in the image of the most complete KRaft metadata log of its
-    cluster among ``evidence`` (``MetadataLoader``'s: newest snapshot plus the log tail; the
-    replica with the highest log end offset), None without one that has the topic. Local
-    copies only."""
-    from kafkatx.analysis.cluster_view import build_cluster_view
-    from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
-
-    # the metadata log of the cluster the topic's own directories belong to (``cluster.id``);
-    # when they name none, only evidence of a single cluster is used
-    partitions = evidence.all_partitions()
-    mine = {cluster_id_of(p) for p in partitions if p.topic == topic}
-    metas = [p for p in partitions if p.topic == METADATA_TOPIC and "://" not in str(p.path)]
-    named = mine - {None}
-    if named:
-        metas = [p for p in metas if cluster_id_of(p) in named]
-    elif len({cluster_id_of(p) for p in metas} - {None}) > 1:
-        return None
-    views = []
-    for p in metas:
-        try:
-            views.append(build_cluster_view(open_metadata_dir(Path(str(p.path)))))
-        except (KafkatxError, OSError):
-            continue  # inspect's cluster section reports what is wrong with it
-    if not views:
-        return None
-    image = max(views, key=lambda v: v.log_end_offset or 0).image
-    return next((len(t.partitions) for t in image.topics.values()
-                 if t.name == topic and t.partitions), None)

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafkatx.cli.output import stderr_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
@@ -24,7 +25,6 @@ from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 from kafkatx.storage.manifest import Manifest, recording
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
-DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # find-hanging's --max-transaction-timeout (15 min)
 _EARLIEST_PLAUSIBLE_MS = 10**11  # 1973: smaller "epoch ms" values are seconds given by mistake
 
 
@@ -150,7 +150,7 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
 class AnalysisCliOptions:
     now_ms: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
-    max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+    max_transaction_timeout_ms: int | None = None
     transaction_state_partitions: int | None = None
     manifest: Path | None = None
     engine: EngineCliOptions = EngineCliOptions()
@@ -165,11 +165,14 @@ class AnalysisCliOptions:
 
 max_transaction_timeout_option = click.option(
     "--max-transaction-timeout-ms", "max_transaction_timeout_ms", type=click.IntRange(min=1),
-    default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, show_default=True, metavar="N",
-    help="As kafka-transactions.sh find-hanging's --max-transaction-timeout (15 minutes): an "
-         "open transaction is judged (lso_pinned, hanging) only once its last write is older "
-         "than the larger of this and its transaction timeout (the one __transaction_state "
-         "recorded, else --transaction-timeout-ms).")
+    default=None, metavar="N",
+    help="As kafka-transactions.sh find-hanging's --max-transaction-timeout: an open "
+         "transaction is judged (lso_pinned, hanging) only once its last write is older than "
+         "the larger of this and its transaction timeout (the one __transaction_state "
+         "recorded, else --transaction-timeout-ms). Default: the cluster's "
+         "transaction.max.timeout.ms when a KRaft metadata log among the paths has it as a "
+         f"broker config, else {DEFAULT_MAX_TRANSACTION_TIMEOUT_MS} (find-hanging's 15 "
+         "minutes).")
 
 transaction_state_partitions_option = click.option(
     "--transaction-state-partitions", "transaction_state_partitions",
@@ -208,7 +211,8 @@ def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
-                max_transaction_timeout_ms: int, transaction_state_partitions: int | None,
+                max_transaction_timeout_ms: int | None,
+                transaction_state_partitions: int | None,
                 manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
         opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
                                   max_transaction_timeout_ms=max_transaction_timeout_ms,

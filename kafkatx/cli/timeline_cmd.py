@@ -142,7 +142,7 @@ def _missing(tl: Timeline) -> list[str]:
 @engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
-                     now: int | None, max_transaction_timeout_ms: int,
+                     now: int | None, max_transaction_timeout_ms: int | None,
                      transaction_state_partitions: int | None, fmt: str,
                      output: Path | None, engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,10 @@ from kafkatx.analysis.cleaned import cleaned_end, cleaning_evidence_end
 from kafkatx.analysis.coordinator import CoordinatorView
 from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
+from kafkatx.analysis.metadata_settings import (
+    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    max_transaction_timeout,
+)
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
@@ -63,8 +67,10 @@ class AnalysisOptions:
     now_ms: int | None = None  # "now" for age-based findings; default: newest timestamp seen
     transaction_timeout_ms: int = 60_000  # the producer default transaction.timeout.ms
     # An open transaction is judged once its last write is older than max(its timeout, this):
-    # kafka-transactions.sh find-hanging's --max-transaction-timeout (15 minutes)
-    max_transaction_timeout_ms: int = 900_000
+    # kafka-transactions.sh find-hanging's --max-transaction-timeout; None: the metadata log's
+    # transaction.max.timeout.ms when the evidence has one, else find-hanging's 15 minutes
+    max_transaction_timeout_ms: int | None = None
+    max_timeout_said: str = "--max-transaction-timeout-ms"
     # transaction.state.log.num.partitions; None: detected from the evidence
     transaction_state_partitions: int | None = None
 
@@ -237,7 +243,9 @@ def analyze_partition(
         cleaned_end=cleaned_end(cleaner_offset, evidence, leo),
         now_ms=options.now_ms if options.now_ms is not None else replay.max_timestamp,
         transaction_timeout_ms=options.transaction_timeout_ms,
-        max_transaction_timeout_ms=options.max_transaction_timeout_ms,
+        max_transaction_timeout_ms=(options.max_transaction_timeout_ms
+                                    or DEFAULT_MAX_TRANSACTION_TIMEOUT_MS),
+        max_timeout_said=options.max_timeout_said,
     )
     for check in partition_checks():
         findings.extend(check(pctx))
@@ -314,12 +322,16 @@ def start_inspection(
     options: AnalysisOptions = AnalysisOptions(),
     keep_timeline: bool = False,
     selection: Selection | None = None,
-) -> tuple[Inspection, CoordinatorChecks, Work]:
+) -> tuple[Inspection, CoordinatorChecks, Work, AnalysisOptions]:
     """What every engine does before the per-partition work: discover, read the root
     checkpoints, load the coordinator's view for the join; returns the partitions to analyze
-    (in order) with their checkpointed high watermark and log start offset."""
+    (in order) with their checkpointed high watermark and log start offset, and ``options``
+    with the defaults the evidence's metadata log decides filled in."""
     paths = list(paths)
     disc = discover(paths)
+    if options.max_transaction_timeout_ms is None:
+        value, said = max_transaction_timeout(disc)
+        options = replace(options, max_transaction_timeout_ms=value, max_timeout_said=said)
     result = Inspection(discovery=disc, problems=list(disc.problems))
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
                                              num_partitions=options.transaction_state_partitions,
@@ -336,7 +348,7 @@ def start_inspection(
         hws, starts, cleaned = checkpoints.get(id(pdir.log_dir), [{}, {}, {}])
         key = (pdir.topic, pdir.partition)
         work.append((pdir, hws.get(key), starts.get(key), cleaned.get(key)))
-    return result, joined, work
+    return result, joined, work, options
 
 
 def add_partition(result: Inspection, report: PartitionReport) -> None:
@@ -377,8 +389,9 @@ def inspect_paths(
     """Discover every partition under ``paths`` and analyze each one, then join the
     transactions across partitions with the coordinator's log (``coordinator_checks``); with
     ``keep_timeline`` the joined transactions ``selection`` keeps are in ``result.timeline``."""
-    result, joined, work = start_inspection(paths, options=options, keep_timeline=keep_timeline,
-                                            selection=selection)
+    result, joined, work, options = start_inspection(paths, options=options,
+                                                     keep_timeline=keep_timeline,
+                                                     selection=selection)
     for pdir, high_watermark, log_start_offset, cleaner_offset in work:
         if on_partition is not None:
             on_partition(pdir)

@@ -114,7 +114,8 @@ def slim_context(ctx: PartitionContext) -> PartitionContext:
                             log_start_offset=ctx.log_start_offset,
                             log_end_offset=ctx.log_end_offset, now_ms=ctx.now_ms,
                             transaction_timeout_ms=ctx.transaction_timeout_ms,
-                            max_transaction_timeout_ms=ctx.max_transaction_timeout_ms)
+                            max_transaction_timeout_ms=ctx.max_transaction_timeout_ms,
+                            max_timeout_said=ctx.max_timeout_said)
 
 
 def _analyze_group(options: AnalysisOptions) -> Callable[[pa.Table, pa.Table], pa.Table]:
@@ -345,9 +346,9 @@ class SparkEngine:
         same order (``progress``/``on_partition`` are not called: Spark's stage progress is
         shown instead)."""
         options = options or AnalysisOptions()
-        result, joined, work = start_inspection(paths, options=options,
-                                                keep_timeline=keep_timeline,
-                                                selection=selection)
+        result, joined, work, options = start_inspection(paths, options=options,
+                                                         keep_timeline=keep_timeline,
+                                                         selection=selection)
         pdirs = [pdir for pdir, _, _, _ in work]
         extras = [{"high_watermark": hw, "log_start_offset": start, "extra": cleaner}
                   for _, hw, start, cleaner in work]

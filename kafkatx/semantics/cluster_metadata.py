@@ -34,6 +34,7 @@ NO_LEADER_CHANGE = -2  # LeaderConstants.NO_LEADER_CHANGE
 CONFIG_RESOURCE_TYPES = {0: "unknown", 2: "topic", 4: "broker", 8: "broker_logger",
                          16: "client_metrics", 32: "group"}
 TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
 
 # MetadataVersion feature levels (server-common MetadataVersion, Kafka 3.3-4.2).
 METADATA_VERSIONS = {
@@ -504,6 +505,20 @@ class ClusterImage:
 
     def topic_configs(self, name: str) -> dict[str, str]:
         return dict(self.configs.get((TOPIC_RESOURCE, name), {}))
+
+    def broker_config(self, name: str) -> tuple[str, str] | None:
+        """A broker config the metadata log sets (ConfigRecords of the BROKER resource) and
+        whose: a node's own value first (lowest node id), then the cluster default (resource
+        ""), as ``KafkaConfig`` layers dynamic per-broker over dynamic default configs.
+        ``None`` when only ``server.properties`` (not in the log) or the default decides."""
+        nodes = sorted((k[1] for k in self.configs if k[0] == BROKER_RESOURCE and k[1]),
+                       key=lambda n: (len(n), n))
+        for node in nodes:
+            value = self.configs[(BROKER_RESOURCE, node)].get(name)
+            if value is not None:
+                return value, f"broker {node}"
+        value = self.configs.get((BROKER_RESOURCE, ""), {}).get(name)
+        return (value, "cluster default") if value is not None else None
 
     def feature_level_at(self, feature: str, offset: int) -> int | None:
         """The finalized level of ``feature`` after the records up to ``offset`` (``None`` when

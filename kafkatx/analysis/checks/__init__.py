@@ -74,6 +74,7 @@ class PartitionContext:
     now_ms: int = -1  # --now, else the newest timestamp in the log
     transaction_timeout_ms: int = 60_000
     max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
+    max_timeout_said: str = "--max-transaction-timeout-ms"  # where that threshold came from
 
 
 SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]

@@ -53,7 +53,7 @@ def open_finding(ctx: PartitionContext, t: Transaction, *, threshold_ms: int,
             producer_id=t.producer_id, producer_epoch=t.producer_epoch,
             offset=t.first_offset, location=ctx.path,
             message=what + f", no write for longer than {_duration(threshold_ms)} (the larger "
-                           f"of {timeout_said} and --max-transaction-timeout-ms): "
+                           f"of {timeout_said} and {ctx.max_timeout_said}): "
                            "read_committed consumers are stuck there",
             remediation=abort_command(ctx.topic, ctx.partition, t.first_offset))
     return Finding(kind="open_transaction", topic=ctx.topic, partition=ctx.partition,

@@ -17,7 +17,7 @@ from kafkatx.analysis.checks.transactions import open_finding
 from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.findings import INFO, Finding
-from kafkatx.analysis.partition_count import metadata_partition_count
+from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.timeline import (
     CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
