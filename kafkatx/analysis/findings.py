@@ -35,6 +35,10 @@ KINDS: dict[str, FindingKind] = {
     "snapshot_mismatch": FindingKind(WARNING, "a producer snapshot differs from the log's state"),
     "corrupt_snapshot": FindingKind(WARNING, "a producer snapshot Kafka would refuse to load"),
     "checkpoint_problem": FindingKind(WARNING, "a checkpoint file is missing, garbled or stale"),
+    "interrupted_log_clean": FindingKind(
+        INFO, "a clean or split left .cleaned/.swap files: the next load undoes or completes it"),
+    "segment_deletion_pending": FindingKind(
+        INFO, "segments renamed .deleted: no longer part of the log, removed at the next load"),
     # Producer and transaction rules
     "sequence_gap": FindingKind(WARNING, "a producer's sequence numbers skip or go back"),
     "duplicate_batch": FindingKind(ERROR, "the same producer batch was written twice"),

@@ -23,13 +23,7 @@ from kafkatx.broker.batch_header import BatchHeader, split_batches
 from kafkatx.broker.files import fsync_dir
 from kafkatx.broker.log_segment import LogSegment
 from kafkatx.broker.partition_log import PartitionLog
-from kafkatx.broker.segment_swap import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    SWAP_SUFFIX,
-    change_suffix,
-    segment_files,
-)
+from kafkatx.broker.segment_swap import change_suffix, segment_files
 from kafkatx.formats.record_batch import Record, parse_batch
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
 from kafkatx.semantics.cleaner_selection import (
@@ -47,6 +41,7 @@ from kafkatx.semantics.log_cleaning import (
     last_records_of_active_producers,
     map_batch,
 )
+from kafkatx.semantics.swap_recovery import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
 from kafkatx.storage.segment_writer import PartitionWriter
 
 if TYPE_CHECKING:

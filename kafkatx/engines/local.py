@@ -37,12 +37,13 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
-from kafkatx.errors import FormatError
+from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import read_txn_index
+from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, SwapRecoveryPlan, plan_swap_recovery
 from kafkatx.storage.discovery import (
     Discovery,
     LogDir,
@@ -241,6 +242,7 @@ def analyze_partition(
         txn_index_paths=txn_index_paths, snapshots=snapshots,
         snapshot_replay=loaded.snapshot_replay, snapshot_replay_offset=loaded.snapshot_offset,
         cleaned_end=cleaned_end(cleaner_offset, evidence, leo),
+        swap_recovery=swap_recovery_of(pdir),
         now_ms=options.now_ms if options.now_ms is not None else replay.max_timestamp,
         transaction_timeout_ms=options.transaction_timeout_ms,
         max_transaction_timeout_ms=(options.max_transaction_timeout_ms
@@ -269,6 +271,28 @@ def analyze_partition(
         findings=[_placed(f, topic, partition) for f in findings],
     )
     return report
+
+
+def swap_recovery_of(pdir: PartitionDir) -> SwapRecoveryPlan | None:
+    """What the next ``LogLoader#load`` does with the dir's ``.cleaned``/``.swap``/``.deleted``
+    files (None: there are none); a ``.swap`` log is scanned for its next offset."""
+    if not pdir.other_segments and not pdir.other_snapshots:
+        return None
+    names = [p.name for seg in (*pdir.segments, *pdir.other_segments) for p in seg.files]
+    names += [p.name for _, p in (*pdir.snapshots, *pdir.other_snapshots)]
+    swap_logs = {seg.log.name: seg for seg in pdir.other_segments
+                 if seg.suffix == SWAP_SUFFIX and seg.log is not None}
+
+    def next_offset(name: str) -> int:
+        seg = swap_logs[name]
+        assert seg.log is not None
+        try:
+            last = _scan(seg.log).headers.last_offset
+        except KafkatxError:
+            return seg.base_offset
+        return int(last[-1]) + 1 if len(last) else seg.base_offset
+
+    return plan_swap_recovery(names, next_offset)
 
 
 def _placed(f: Finding, topic: str, partition: int) -> Finding:

@@ -54,6 +54,30 @@ def consume_rows(bootstrap: str, topic: str, until: int) -> list[Row]:
     return got
 
 
+def _predicted_recovery(log_dir: Path, step: str) -> tuple[set[str], set[str]]:
+    """``kafkatx verify`` on the crashed log dir (left unchanged): its interrupted_log_clean
+    finding, and the files the analysis says the next ``LogLoader#load`` removes and renames."""
+    from kafkatx.engines.local import swap_recovery_of
+    from kafkatx.storage.discovery import discover
+    from tests.readonly import snapshot_tree
+
+    before = snapshot_tree(log_dir)
+    doc = verify(log_dir)
+    assert snapshot_tree(log_dir) == before
+    found = [f for f in doc["findings"] if f["kind"] == "interrupted_log_clean"]
+    assert [(f["topic"], f["severity"]) for f in found] == [("crash", "info")], doc["findings"]
+    assert ("after its .swap files" in found[0]["message"]) == (step == "swap")
+    [pdir] = discover([log_dir]).partitions_of("crash")
+    plan = swap_recovery_of(pdir)
+    assert plan is not None
+    if step == "swap":
+        assert plan.swaps and plan.replaced and not plan.cleaned
+    else:
+        assert plan.cleaned and not plan.swaps and not plan.replaced
+    return ({*plan.deleted_leftovers, *plan.incomplete_swaps, *plan.cleaned, *plan.replaced},
+            set(plan.swaps))
+
+
 def cleaner_checkpoint(log_dir: Path) -> dict[tuple[str, int], int]:
     path = log_dir / "cleaner-offset-checkpoint"
     return read_offset_checkpoint(path.read_bytes(), path=str(path)).as_map()
@@ -179,12 +203,17 @@ def test_a_crash_in_the_middle_of_a_clean_recovers_as_kafka(serve: Serve, step: 
     assert proc.proc.wait(20) == 3, proc.stderr()
     left = {p.name.rsplit(".", 1)[-1] for p in (proc.log_dir / "crash-0").iterdir()}
     assert step in left
+    before = {p.name for p in (proc.log_dir / "crash-0").iterdir()}
+    predicted = _predicted_recovery(proc.log_dir, step)
     again = serve()
     got = consume_rows(again.bootstrap, "crash", max(o for o, _, _, c in history if c))
     assert again.stop() == 0
     assert "interrupted clean" in again.stderr() or "swapped in" in again.stderr()
     names = [p.name for p in (again.log_dir / "crash-0").iterdir()]
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))], names
+    removed, swapped_in = predicted
+    assert before - set(names) == (removed | swapped_in) - set(names)
+    assert {n.removesuffix(".swap") for n in swapped_in} <= set(names)
     assert replay_rows(again.log_dir, "crash", 0) == got
     committed = sorted((o, k, v) for o, k, v, c in history if c)
     assert set(got) <= set(committed)

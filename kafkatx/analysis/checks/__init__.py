@@ -22,6 +22,7 @@ from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshot
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import TxnIndexRead
+from kafkatx.semantics.swap_recovery import SwapRecoveryPlan
 
 
 @dataclass(slots=True, kw_only=True)
@@ -75,6 +76,7 @@ class PartitionContext:
     transaction_timeout_ms: int = 60_000
     max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
     max_timeout_said: str = "--max-transaction-timeout-ms"  # where that threshold came from
+    swap_recovery: SwapRecoveryPlan | None = None  # what the next load does with leftovers
 
 
 SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]
@@ -87,6 +89,7 @@ CHECK_MODULES = (
     "indexes",
     "txnindex",
     "snapshots",
+    "leftovers",
     "producer_rules",
     "high_watermark",
     "transactions",
