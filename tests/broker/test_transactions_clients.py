@@ -523,9 +523,16 @@ def test_kafka_python_admin_transactions_groups_and_hanging_abort(serve: Serve) 
     tp = kafka.TopicPartition("adm", 0)
     try:
         deadline = time.monotonic() + DEADLINE_S
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200)
-        consumer.commit({tp: kafka.OffsetAndMetadata(1, "note", -1)})
+        while True:  # a slow machine can miss a heartbeat: poll through the rebalance, retry
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(timeout_ms=200)
+            try:
+                consumer.commit({tp: kafka.OffsetAndMetadata(1, "note", -1)})
+                break
+            except kafka.errors.RebalanceInProgressError:
+                if time.monotonic() > deadline:
+                    raise
+                consumer.poll(timeout_ms=200)
         ((listing,),) = admin.list_transactions().values()
         assert (listing.transactional_id, listing.state.value) == ("kp-adm", "Ongoing")
         described = admin.describe_transactions(["kp-adm"])["kp-adm"]
