@@ -18,6 +18,7 @@ from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
+from kafkatx.storage.metadata_log import METADATA_TOPIC
 
 CSV_COLUMNS = (
     "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",
@@ -124,7 +125,8 @@ def human_size(n: int) -> str:
 
 
 def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
-    unknown = [r for r in reports if r.high_watermark is None]
+    # KRaft keeps the metadata log's high watermark in memory, never in a checkpoint file
+    unknown = [r for r in reports if r.high_watermark is None and r.topic != METADATA_TOPIC]
     if unknown:
         names = ", ".join(f"{r.topic}-{r.partition}" for r in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
