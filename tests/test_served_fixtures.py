@@ -119,9 +119,11 @@ def test_stuck_prepare_after_the_crash() -> None:
     assert {f for f in located(found) if f[0] != "index_mismatch"} == {
         ("stuck_prepare", "__transaction_state", partition_for("checkout"), stuck["offset"]),
         ("open_transaction", "orders", 0, 3), ("open_transaction", "payments", 0, 2)}
-    # The active segments' indexes were never written: Kafka's recovery rebuilds them.
+    # The active segments' indexes were never written (the metadata log's too): Kafka's
+    # recovery rebuilds them.
     assert {(f["topic"], f["severity"]) for f in found if f["kind"] == "index_mismatch"} == {
-        ("__transaction_state", "info"), ("orders", "info"), ("payments", "info")}
+        ("__transaction_state", "info"), ("orders", "info"), ("payments", "info"),
+        ("__cluster_metadata", "info")}
     last = timeline(path)[-1]
     assert coordinator_story(last)[-1] == ("PrepareCommit", 0)
     assert last["outcome"] == "open"
@@ -269,14 +271,16 @@ def test_cleaned_consumer_offsets_keep_the_last_commits() -> None:
 
 def test_crash_in_the_middle_of_a_clean_then_recovered() -> None:
     """The cleaner died once its first group's ``.swap`` files were complete
-    (``crash-after:swap``); the restart completed the swap (``LogLoader``): segment 0 is the
-    cleaned one, the others are as written, no ``.cleaned``/``.swap``/``.deleted`` file is left
-    and the checkpoint never recorded inventory (the clean did not finish)."""
+    (``crash-after:swap``); the restart completed the swap (``LogLoader``), no
+    ``.cleaned``/``.swap``/``.deleted`` file is left, and, the topic's configs coming back from
+    the metadata log (``ConfigurationControlManager``), its cleaner cleaned the whole log up to
+    the active segment (``LogCleaner``; checkpoint 75): every key's last committed record in
+    0..74 and nothing else there."""
     path = SERVED / "crash-cleaning"
     names = [p.name for p in (path / "inventory-0").iterdir()]
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
-    assert ("inventory", 0) not in cleaner_checkpoint(path)
-    assert replay_rows(path, "inventory") == compaction_model(9, 75)
+    assert cleaner_checkpoint(path)[("inventory", 0)] == 75
+    assert replay_rows(path, "inventory") == compaction_model(75, 75)
     found = findings(path, verify_status=0)
     assert [f for f in found if f["severity"] != "info"] == []
 
@@ -296,3 +300,27 @@ def test_the_script_regenerates_a_scenario(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr.decode()
     fresh = located(findings(tmp_path / "hanging", verify_status=1))
     assert fresh == located(findings(SERVED / "hanging", verify_status=1))
+
+
+def test_every_served_log_dir_carries_its_metadata_log() -> None:
+    """Each served log dir is a KRaft combined node's (``KafkaRaftServer``): ``inspect`` shows
+    its cluster section, every partition directory's topic and ``partition.metadata`` id is the
+    metadata log's (``TopicsImage``), and the joins of ``kafkatx.analysis.cluster_joins`` find
+    nothing (ids, leader epochs, producer-id blocks, transaction.version all as serve wrote)."""
+    from kafkatx.formats.checkpoints import read_partition_metadata
+
+    joins = {"topic_id_mismatch", "topic_not_in_metadata", "leader_epoch_mismatch",
+             "producer_id_unallocated", "transaction_version_mismatch"}
+    for path in sorted(p for p in SERVED.iterdir() if p.is_dir()):
+        [cluster] = _command("inspect", path, 0)["cluster"]
+        ids = {t["topic"]: t["topic_id"] for t in cluster["topics"]}
+        for pdir in path.iterdir():
+            if not pdir.is_dir() or pdir.name.startswith("__cluster_metadata"):
+                continue
+            topic = pdir.name.rsplit("-", 1)[0]
+            meta = read_partition_metadata((pdir / "partition.metadata").read_bytes())
+            assert meta.topic_id == ids[topic], pdir
+        assert [b["first_producer_id"] for b in cluster["producer_id_blocks"]] == [0], path
+        assert not cluster["problems"] and not cluster["replay_problems"], path
+        found = _command("inspect", path, 0)["findings"]
+        assert not {f["kind"] for f in found} & joins, path

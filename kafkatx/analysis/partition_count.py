@@ -63,8 +63,7 @@ class PartitionCount:
         if self.source == GIVEN:
             why = "given with --transaction-state-partitions"
         elif self.source == METADATA:
-            why = ("the __transaction_state partitions (or transaction.state.log.num."
-                   "partitions) in the KRaft metadata log")
+            why = "from the KRaft metadata log"
         elif self.source == DIRECTORIES:
             why = f"every partition directory 0..{n - 1} is present"
         elif self.source == PLACEMENT:
