@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import shutil
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from kafkatx.formats.checkpoints import (
     read_leader_epoch_checkpoint,
     read_meta_properties,
     read_partition_metadata,
+    uuid_to_bytes,
 )
 from kafkatx.formats.metadata_records import parse_snapshot_name
 from kafkatx.formats.quorum_state import read_quorum_state
@@ -216,6 +219,12 @@ def test_written_files_are_kafka_shaped(serve: Serve, tmp_path: Path) -> None:
         dir_id = read_partition_metadata((log_dir / f"{name}-0" / "partition.metadata")
                                          .read_bytes()).topic_id
         assert dir_id == _topic(view, name)["topic_id"]
+    # transaction.version 1 -> 2 in the middle of the log: the commits of both runs (librdkafka
+    # keeps the producer's epoch) are judged by the level of their time, and fit it
+    out = run_cli("inspect", "--format", "json", str(log_dir))
+    assert out.returncode == 0, out.stderr.decode()
+    assert "transaction_version_mismatch" not in {f["kind"] for f in
+                                                   json.loads(out.stdout)["findings"]}
 
 
 def test_inspect_shows_the_cluster_section_of_a_served_log_dir(serve: Serve,
@@ -285,3 +294,24 @@ def test_producer_id_blocks_continue_after_the_last_allocated_block(tmp_path: Pa
     view = _cluster(log_dir)
     assert [(b["first_producer_id"], b["last_producer_id"]) for b in
             view["producer_id_blocks"]] == [(0, 999), (1000, 1999)]
+
+
+def test_a_log_dir_from_before_the_metadata_log_is_adopted(tmp_path: Path) -> None:
+    """A log dir serve wrote before it kept a metadata log (here a served fixture without its
+    ``__cluster_metadata-0``): the topics its directories hold are written to a new metadata log
+    with the ids of their ``partition.metadata`` (``Partition#checkOrSetTopicId`` keeps a log's
+    id), once; a second start loads them from the log."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(Path(__file__).parents[2] / "fixtures" / "served" / "hanging", log_dir)
+    shutil.rmtree(log_dir / "__cluster_metadata-0")
+    dirs = {p.name.rsplit("-", 1)[0]: read_partition_metadata(
+        (p / "partition.metadata").read_bytes()).topic_id
+        for p in log_dir.iterdir() if p.is_dir()}
+    first = _in_process_topics(log_dir)
+    assert {n: first[n][0] for n in dirs} == {
+        n: str(uuid.UUID(bytes=uuid_to_bytes(i))) for n, i in dirs.items()}
+    assert first["__transaction_state"][1]["cleanup.policy"] == "compact"
+    assert _in_process_topics(log_dir) == first
+    view = _cluster(log_dir)
+    assert {t["topic"]: t["topic_id"] for t in view["topics"]} == dirs
+    assert sorted(e["topic"] for e in view["topic_history"]) == sorted(dirs)
