@@ -320,19 +320,22 @@ class LogManager:
             self.topics[name] = topic
 
     def _belongs(self, topic: Topic, partition: int, path: Path) -> bool:
-        """Whether the directory is a partition of ``topic`` as the metadata image has it."""
-        if partition >= topic.num_partitions:
-            self.load_problems.append(f"{path}: {topic.name} has {topic.num_partitions} "
-                                      "partitions in the metadata log; not loaded")
-            return False
+        """Whether the directory is a partition of ``topic`` as the metadata image has it;
+        one that is not is a stray log (``LogManager#isStrayKraftReplica``), renamed
+        ``<dir>.<uuid>-stray`` and kept (``UnifiedLog#logStrayDirName``)."""
         found = _dir_topic_id(path)
-        if found is not None and found != topic.topic_id:
-            self.load_problems.append(
-                f"{path}: partition.metadata says topic id {kafka_uuid(found)}, the metadata "
-                f"log says {topic.name} is {kafka_uuid(topic.topic_id)} (a deleted topic's "
-                "directory); not loaded")
-            return False
-        return True
+        if partition >= topic.num_partitions:
+            why = f"{topic.name} has {topic.num_partitions} partitions in the metadata log"
+        elif found is not None and found != topic.topic_id:
+            why = (f"partition.metadata says topic id {kafka_uuid(found)}, the metadata log "
+                   f"says {topic.name} is {kafka_uuid(topic.topic_id)} (a deleted topic's "
+                   "directory)")
+        else:
+            return True
+        stray = path.with_name(f"{path.name}.{uuid.uuid4().hex}-stray")
+        path.rename(stray)
+        self.load_problems.append(f"{path}: {why}; not loaded, kept as {stray.name}")
+        return False
 
     # -- topics ------------------------------------------------------------------------------
 

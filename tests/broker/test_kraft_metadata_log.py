@@ -315,3 +315,25 @@ def test_a_log_dir_from_before_the_metadata_log_is_adopted(tmp_path: Path) -> No
     view = _cluster(log_dir)
     assert {t["topic"]: t["topic_id"] for t in view["topics"]} == dirs
     assert sorted(e["topic"] for e in view["topic_history"]) == sorted(dirs)
+
+
+def test_a_deleted_topics_directory_is_a_stray_log(tmp_path: Path) -> None:
+    """Serving a copy of the Kafka 4 fixture: orders-0 holds the data of the orders that was
+    deleted and re-created (another topic id than the image's): ``LogManager
+    #isStrayKraftReplica`` makes it a stray log, renamed ``orders-0.<uuid>-stray`` and kept
+    (``UnifiedLog#logStrayDirName``); the current orders gets a new, empty orders-0
+    (``Partition#createLogIfNotExists``) with its own id."""
+    log_dir = tmp_path / "node1"
+    shutil.copytree(Path(__file__).parents[2] / "fixtures" / "kraft", log_dir)
+    old_id = read_partition_metadata((log_dir / "orders-0" / "partition.metadata")
+                                     .read_bytes()).topic_id
+    topics = _in_process_topics(log_dir)
+    [stray] = [p for p in log_dir.iterdir() if p.name.endswith("-stray")]
+    assert stray.name.startswith("orders-0.")
+    assert read_partition_metadata((stray / "partition.metadata").read_bytes()).topic_id == \
+        old_id
+    new_id = read_partition_metadata((log_dir / "orders-0" / "partition.metadata")
+                                     .read_bytes()).topic_id
+    assert new_id != old_id and new_id == _topic(_cluster(log_dir), "orders")["topic_id"]
+    assert str(uuid.UUID(bytes=uuid_to_bytes(new_id))) == topics["orders"][0]
+    assert (log_dir / "orders-0" / "00000000000000000000.log").stat().st_size == 0
