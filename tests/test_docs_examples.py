@@ -2,10 +2,11 @@
 
 A ```` ```console ```` block holds ``$ kafkatx ...`` command lines, each followed by the output
 it prints (stdout), compared line by line with trailing spaces ignored (run without
-``COLUMNS``, so help texts wrap as on an 80-column pipe). A command that exits
-with another status than 0 ends its output with a line ``[exit status N]`` (as ``kafkatx
-verify`` does when it finds an error). Commands run from the repository root; only ``kafkatx``
-commands are allowed in such blocks (shell set-up goes in ``sh`` blocks, which are not run).
+``COLUMNS``, so help texts wrap as on an 80-column pipe; examples on the Spark engine run in
+the test session's SparkSession). A command that exits with another status than 0 ends its
+output with a line ``[exit status N]`` (as ``kafkatx verify`` does when it finds an error).
+Commands run from the repository root; only ``kafkatx`` commands are allowed in such blocks
+(shell set-up goes in ``sh`` blocks, which are not run).
 
 The docs are also checked as a set: every page in ``docs/`` is linked from the README or from
 ``docs/README.md``, and every relative link (and its ``#anchor``) resolves, in them and in the
@@ -18,6 +19,7 @@ output; review the diff.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -86,13 +88,41 @@ def test_there_are_examples() -> None:
     assert EXAMPLES
 
 
+def uses_spark(command: str) -> bool:
+    argv = shlex.split(command)
+    return "--master" in argv or "--engine=spark" in argv or any(
+        a == "--engine" and b == "spark" for a, b in itertools.pairwise(argv))
+
+
+def run_in_spark_session(command: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """A Spark example runs in this process, in the test session's SparkSession (kafkatx uses
+    an active session, as under spark-submit), not in a JVM of its own: the same output in
+    seconds instead of half a minute (``tests/engines`` run the separate-process path)."""
+    from click.testing import CliRunner
+
+    from kafkatx.cli.main import cli
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = CliRunner().invoke(cli, shlex.split(command)[1:])
+    return result.exit_code, result.stdout
+
+
 @pytest.mark.parametrize(("doc", "command", "expected", "status"), EXAMPLES,
                          ids=[f"{d}: {c}" for d, c, _, _ in EXAMPLES])
 def test_example_prints_what_the_docs_show(doc: str, command: str, expected: list[str],
-                                           status: int) -> None:
-    proc = run(command)
-    assert proc.returncode == status, f"{doc}: {command}: {proc.stderr}"
-    assert printed(proc) == expected, f"{doc}: {command}"
+                                           status: int, request: pytest.FixtureRequest,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    if uses_spark(command):
+        request.getfixturevalue("spark_session")
+        code, stdout = run_in_spark_session(command, monkeypatch)
+    else:
+        proc = run(command)
+        assert proc.returncode == status, f"{doc}: {command}: {proc.stderr}"
+        code, stdout = proc.returncode, proc.stdout
+    assert code == status, f"{doc}: {command}"
+    assert [line.rstrip() for line in stdout.rstrip("\n").splitlines()] == expected, \
+        f"{doc}: {command}"
 
 
 def test_the_spark_data_source_example_prints_what_the_docs_show(
