@@ -114,9 +114,10 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
                    "many bytes of metadata records were appended since the last one "
                    "(metadata.log.max.record.bytes.between.snapshots); one is also written at "
                    "every clean shutdown.")
-@click.option("--transaction-version", default=0, show_default=True,
-              type=click.IntRange(0, 2),
-              help="The cluster's finalized transaction.version feature: 0 as Kafka 3.0; 1 adds "
+@click.option("--transaction-version", default=0, type=click.IntRange(0, 2),
+              help="The cluster's finalized transaction.version feature (default: the level "
+                   "the log dir's metadata log has finalized, a capture's with --from; 0 for a "
+                   "new log dir): 0 as Kafka 3.0; 1 adds "
                    "flexible __transaction_state values and KIP-890 part 1 produce "
                    "verification; 2 offers transactions v2 (KIP-890: an epoch bump per "
                    "transaction, partitions added by Produce v12 / TxnOffsetCommit v5) to "
@@ -152,6 +153,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if from_dir is not None:
         node_id = _copy_capture(from_dir, log_dir, node_id, console)
+    if click.get_current_context().get_parameter_source("transaction_version") is \
+            click.core.ParameterSource.DEFAULT:
+        transaction_version = _finalized_transaction_version(log_dir)
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           segment_ms=segment_ms,
@@ -185,6 +189,20 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                                stop=stop_request()))
     except OSError as exc:
         raise click.ClickException(f"cannot serve on {host}:{port}: {exc}") from None
+
+
+def _finalized_transaction_version(log_dir: Path) -> int:
+    """The finalized ``transaction.version`` of the log dir's metadata log (0 without one):
+    features live in the metadata log (``FeatureControlManager``), so a restart, or a capture
+    served with ``--from``, keeps the level the cluster had."""
+    from kafkatx.analysis.cluster_view import build_cluster_view
+    from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
+
+    path = log_dir / f"{METADATA_TOPIC}-0"
+    if not path.is_dir():
+        return 0
+    image = build_cluster_view(open_metadata_dir(path)).image
+    return image.features.get("transaction.version", 0)
 
 
 def _copy_capture(capture: Path, log_dir: Path, node_id: int, console: Console) -> int:

@@ -337,3 +337,30 @@ def test_a_deleted_topics_directory_is_a_stray_log(tmp_path: Path) -> None:
     assert new_id != old_id and new_id == _topic(_cluster(log_dir), "orders")["topic_id"]
     assert str(uuid.UUID(bytes=uuid_to_bytes(new_id))) == topics["orders"][0]
     assert (log_dir / "orders-0" / "00000000000000000000.log").stat().st_size == 0
+
+
+def _tv_records(log_dir: Path) -> list[int]:
+    """The transaction.version levels the metadata log's records finalized, in order."""
+    return [c["level"] for c in _cluster(log_dir)["feature_history"]
+            if c["feature"] == "transaction.version" and c["metadata_offset"] is not None]
+
+
+def test_the_finalized_transaction_version_is_kept_across_restarts_and_from_a_capture(
+        serve: Serve, tmp_path: Path) -> None:
+    """Finalized features live in the metadata log (``FeatureControlManager``): a restart
+    without ``--transaction-version`` keeps the level, only an explicit one changes it (as
+    ``kafka-features.sh downgrade`` would), and ``serve --from`` a Kafka 4 capture finalized at
+    transaction.version 2 runs at 2 without writing a change into the copy."""
+    log_dir = tmp_path / "logdir"
+    assert serve("--transaction-version", "2", log_dir=log_dir).stop() == 0
+    assert serve(log_dir=log_dir).stop() == 0
+    assert _tv_records(log_dir) == [2]
+    assert _cluster(log_dir)["features"]["transaction.version"] == 2
+    assert serve("--transaction-version", "0", log_dir=log_dir).stop() == 0
+    assert _tv_records(log_dir) == [2, 0]
+
+    capture = Path(__file__).parents[2] / "fixtures" / "kraft"
+    copy = tmp_path / "live"
+    before = _tv_records(capture)
+    assert serve("--from", str(capture), log_dir=copy).stop() == 0
+    assert _tv_records(copy) == before and before[-1] == 2
