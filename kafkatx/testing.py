@@ -12,7 +12,10 @@ and kafkatx's own analysis reads the log dir the broker wrote::
         assert not [f for f in kafka_broker.findings() if f["kind"] == "hanging_transaction"]
 
 ``@pytest.mark.kafka_broker("--transaction-version", "2")`` passes more ``kafkatx serve``
-options. :class:`KafkaBroker` works without pytest too.
+options; with ``"--brokers", "3"`` the fixture is a three-broker cluster
+(``bootstrap_servers`` lists every broker; ``stop_broker``, ``kill_broker``, ``start_broker``,
+``cut_replication`` and ``slow_replication`` act on it). :class:`KafkaBroker` works without
+pytest too.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
+COMMAND_TIMEOUT_S = 30.0  # a broker stop (--brokers N) syncs every log of that broker
 DEFAULT_ARGS = ("--group-initial-rebalance-delay-ms", "0")
 
 
@@ -46,6 +50,7 @@ class KafkaBroker:
         self.args = tuple(args)
         self.host = host
         self.port = 0
+        self.ports: list[int] = []  # every broker's, with --brokers N
         self.control_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
@@ -56,7 +61,7 @@ class KafkaBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+        return ",".join(f"{self.host}:{port}" for port in self.ports or [self.port])
 
     @property
     def running(self) -> bool:
@@ -78,7 +83,11 @@ class KafkaBroker:
                  *DEFAULT_ARGS, *self.args],
                 stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
         listening = self._line("listening on ")
-        self.port = int(listening.rsplit(":", 1)[1])
+        self.ports = [int(a.rsplit(":", 1)[1])
+                      for a in listening.removeprefix("listening on ").split(",")]
+        # One broker restarts on its port; a cluster's brokers on free ones (theirs need not
+        # be consecutive).
+        self.port = self.ports[0] if len(self.ports) == 1 else 0
         self.control_port = int(self._line("control on ").rsplit(":", 1)[1])
         return self
 
@@ -148,6 +157,26 @@ class KafkaBroker:
         """Every request of ``api`` (name like ``Produce`` or key) gets ``error``."""
         self._command(f"add reject:{api}:{error}")
 
+    def stop_broker(self, node_id: int) -> None:
+        """``--brokers N``: a clean (controlled) shutdown of one broker."""
+        self._command(f"stop-broker {node_id}")
+
+    def kill_broker(self, node_id: int) -> None:
+        """``--brokers N``: one broker stops at once, writing nothing more."""
+        self._command(f"kill-broker {node_id}")
+
+    def start_broker(self, node_id: int) -> None:
+        """``--brokers N``: a stopped broker starts again on its log dir."""
+        self._command(f"start-broker {node_id}")
+
+    def cut_replication(self, first: int, second: int) -> None:
+        """``--brokers N``: no replica fetch between the two brokers until cleared."""
+        self._command(f"add cut-replication:{first}-{second}")
+
+    def slow_replication(self, node_id: int, delay_ms: int) -> None:
+        """``--brokers N``: each replica fetch of the broker waits ``delay_ms`` first."""
+        self._command(f"add slow-replication:{node_id}:{delay_ms}")
+
     def clear_faults(self) -> None:
         self._command("clear")
 
@@ -201,7 +230,8 @@ class KafkaBroker:
         if not self.running:
             raise BrokerError("the broker is not running")
         if self._control is None:
-            self._control = socket.create_connection((self.host, self.control_port), timeout=10)
+            self._control = socket.create_connection((self.host, self.control_port),
+                                                     timeout=COMMAND_TIMEOUT_S)
             self._control_file = self._control.makefile("rwb")
         self._control_file.write(line.encode() + b"\n")
         self._control_file.flush()

@@ -55,6 +55,7 @@ class BrokerConfig:
     # metadata.log.max.record.bytes.between.snapshots: a KRaft snapshot of the metadata log
     # once this many bytes of records were appended since the last (and at a clean shutdown).
     metadata_snapshot_bytes: int = 20 * 1024 * 1024  # kraft_log.DEFAULT_SNAPSHOT_BYTES
+    replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms (--brokers N)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

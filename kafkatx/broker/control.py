@@ -8,13 +8,19 @@ it wants one, without restarting the broker:
     remove RULE   take it away again
     clear         no fault at all
     list          the rules in force, ``;``-separated
+
+With ``--brokers N`` the rules apply to every broker, and three more commands act on one:
+
+    stop-broker ID    a clean (controlled) shutdown of broker ID
+    kill-broker ID    broker ID stops at once, writing nothing more (as after SIGKILL)
+    start-broker ID   broker ID starts again on its port and log dir
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from kafkatx.broker.faults import FaultRuleError, Faults, parse_rule
 
@@ -44,15 +50,22 @@ def apply_command(line: str, faults: Faults) -> tuple[Faults, str]:
     return faults, f"error: unknown command {verb!r} (add, remove, clear, list)"
 
 
-async def start_control(host: str, port: int, get: GetFaults, put: SetFaults
-                        ) -> asyncio.Server:
-    """Listen for control connections; each line is applied in the broker's event loop."""
+Extra = Callable[[str], Awaitable[str | None]]
+
+
+async def start_control(host: str, port: int, get: GetFaults, put: SetFaults,
+                        extra: Extra | None = None) -> asyncio.Server:
+    """Listen for control connections; each line is applied in the broker's event loop
+    (``extra`` answers the lines it knows first, None for the others)."""
 
     async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
             while line := await reader.readline():
-                faults, answer = apply_command(line.decode("utf-8", "replace"), get())
-                put(faults)
+                text = line.decode("utf-8", "replace")
+                answer = await extra(text) if extra is not None else None
+                if answer is None:
+                    faults, answer = apply_command(text, get())
+                    put(faults)
                 writer.write(answer.encode() + b"\n")
                 await writer.drain()
         writer.close()

@@ -133,6 +133,37 @@ class Controller:
         records += [self._partition(topic_id, p, leader_epoch) for p in range(num_partitions)]
         return self._write(records)
 
+    def create_replicated_topic(self, name: str, topic_id: str,
+                                partitions: list[tuple[list[int], int, list[int]]],
+                                configs: Mapping[str, str],
+                                directories: Mapping[int, str]) -> int:
+        """``ReplicationControlManager#createTopic`` for ``kafkatx serve --brokers N``: one
+        PartitionRecord per (replicas, leader, ISR), each replica's log dir id in
+        ``directories``; one batch (atomic)."""
+        records: list[Rec] = [("TopicRecord", 0, {"name": name, "topic_id": topic_id})]
+        records += [("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": name,
+                                         "name": key, "value": value})
+                    for key, value in configs.items()]
+        for p, (replicas, leader, isr) in enumerate(partitions):
+            records.append(partition_record(topic_id, p, Partition(
+                replicas=tuple(replicas), isr=tuple(isr), removing_replicas=(),
+                adding_replicas=(), leader=leader, leader_recovery_state=0, leader_epoch=0,
+                partition_epoch=0,
+                directories=tuple(directories.get(r, "") for r in replicas), elr=(),
+                last_known_elr=())))
+        return self._write(records)
+
+    def change_partition(self, topic_id: str, partition: int, *, leader: int | None = None,
+                         isr: list[int] | None = None) -> int:
+        """``PartitionChangeBuilder#build``: a PartitionChangeRecord with the new leader (which
+        bumps the leader epoch) and/or ISR; fields left out are unchanged."""
+        data: dict[str, object] = {"partition_id": partition, "topic_id": topic_id}
+        if leader is not None:
+            data["leader"] = leader
+        if isr is not None:
+            data["isr"] = list(isr)
+        return self._write([("PartitionChangeRecord", 0, data)])
+
     def create_partitions(self, topic_id: str, first: int, count: int, *,
                           leader_epoch: int = 0) -> int:
         return self._write([self._partition(topic_id, p, leader_epoch)

@@ -15,6 +15,9 @@ carries the finding ``kafkatx inspect`` reports for it:
 - ``delay-marker:TOPIC-P:MS``: markers to that partition are written MS later; the transaction
   stays in Prepare* (CONCURRENT_TRANSACTIONS to its producer) and the partition's LSO stays
   pinned until then.
+- ``cut-replication:A-B`` (``--brokers N``): no replica fetch between brokers A and B; the
+  follower falls out of the ISR after ``replica.lag.time.max.ms``.
+- ``slow-replication:ID:MS`` (``--brokers N``): broker ID's replica fetches each wait MS first.
 - ``reject:API:ERROR``: every request of that API is answered with that error in the
   response's own layout (per partition where the response has no top-level error code), as
   Kafka's ``AbstractRequest#getErrorResponse`` builds it.
@@ -41,8 +44,10 @@ if TYPE_CHECKING:
 CRASH_EXIT_STATUS = 3
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Topic#validate's legal characters
 PRODUCE, LIST_OFFSETS, ADD_PARTITIONS_TO_TXN = 0, 2, 24
+OFFSET_COMMIT, TXN_OFFSET_COMMIT = 8, 28
 # Responses without a top-level error code whose per-partition layout is built here.
-_PER_PARTITION = frozenset({PRODUCE, LIST_OFFSETS, ADD_PARTITIONS_TO_TXN})
+_PER_PARTITION = frozenset({PRODUCE, LIST_OFFSETS, ADD_PARTITIONS_TO_TXN, OFFSET_COMMIT,
+                            TXN_OFFSET_COMMIT})
 
 RULE_HELP = (
     "drop-marker:TOPIC-P (the coordinator never writes markers to that partition: a hanging "
@@ -51,7 +56,9 @@ RULE_HELP = (
     "middle of a log clean, with its .cleaned or .swap files written); delay-marker:TOPIC-P:MS "
     "(markers to that partition written MS later); reject:API:ERROR (every request of that "
     "API, by name like Produce or api key, answered with that error, by name like "
-    "NOT_LEADER_OR_FOLLOWER or code)"
+    "NOT_LEADER_OR_FOLLOWER or code); with --brokers N: cut-replication:A-B (no replica "
+    "fetch between brokers A and B), slow-replication:ID:MS (broker ID's replica fetches each "
+    "wait MS)"
 )
 
 
@@ -104,7 +111,30 @@ class Reject:
         return f"reject:{api_name(self.api_key)}:{self.error.name.upper()}"
 
 
-FaultRule = DropMarker | CrashAfter | CrashCleaning | DelayMarker | Reject
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CutReplication:
+    """No replica fetch between two brokers of a multi-broker serve, either way round."""
+
+    first: int
+    second: int
+
+    def __str__(self) -> str:
+        return f"cut-replication:{self.first}-{self.second}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlowReplication:
+    """Every replica fetch of broker ``node_id`` waits ``delay_ms`` first (a slow follower)."""
+
+    node_id: int
+    delay_ms: int
+
+    def __str__(self) -> str:
+        return f"slow-replication:{self.node_id}:{self.delay_ms}"
+
+
+FaultRule = (DropMarker | CrashAfter | CrashCleaning | DelayMarker | Reject | CutReplication
+             | SlowReplication)
 
 
 def api_name(api_key: int) -> str:
@@ -172,12 +202,23 @@ def parse_rule(rule: str) -> FaultRule:
         if not delay.isdigit():
             raise FaultRuleError(f"{rule!r}: {delay!r} is not a delay in milliseconds")
         return DelayMarker(topic=topic, partition=partition, delay_ms=int(delay))
+    if kind == "cut-replication" and rest.count("-") == 1:
+        first, second = rest.split("-")
+        if not (first.isdigit() and second.isdigit()) or first == second:
+            raise FaultRuleError(f"{rule!r}: expected cut-replication:BROKER-BROKER (e.g. 1-2)")
+        return CutReplication(first=int(first), second=int(second))
+    if kind == "slow-replication" and rest.count(":") == 1:
+        node, delay = rest.split(":")
+        if not (node.isdigit() and delay.isdigit()):
+            raise FaultRuleError(f"{rule!r}: expected slow-replication:BROKER:MS")
+        return SlowReplication(node_id=int(node), delay_ms=int(delay))
     if kind == "reject" and rest.count(":") == 1:
         api, error = rest.split(":")
         return Reject(api_key=_parse_api(api, rule), error=_parse_error(error, rule))
     raise FaultRuleError(f"{rule!r} is not a fault rule: expected drop-marker:TOPIC-P, "
                          "crash-after:prepare-commit|prepare-abort|cleaned|swap, "
-                         "delay-marker:TOPIC-P:MS or reject:API:ERROR")
+                         "delay-marker:TOPIC-P:MS, reject:API:ERROR, "
+                         "cut-replication:BROKER-BROKER or slow-replication:BROKER:MS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +242,14 @@ class Faults:
         """The log cleaner's crash point ``step``: exit now if a rule names it."""
         if any(isinstance(r, CrashCleaning) and r.step == step for r in self.rules):
             crash(f"crash-after:{step} during a log clean")
+
+    def replication_cut(self, follower: int, leader: int) -> bool:
+        return any(isinstance(r, CutReplication) and {r.first, r.second} == {follower, leader}
+                   for r in self.rules)
+
+    def replication_delay_ms(self, follower: int) -> int:
+        return max((r.delay_ms for r in self.rules
+                    if isinstance(r, SlowReplication) and r.node_id == follower), default=0)
 
     def rejection(self, api_key: int) -> ErrorCode | None:
         for r in self.rules:
@@ -247,4 +296,13 @@ def reject_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
                 make(resp.AddPartitionsToTxnPartitionResult, partition_index=p,
                      partition_error_code=error) for p in parts))
             for t, parts in _per_partition(request.v3_and_below_topics, "partitions")))
+    if ctx.api_key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+        prefix = "OffsetCommit" if ctx.api_key == OFFSET_COMMIT else "TxnOffsetCommit"
+        topic_cls = getattr(resp, f"{prefix}ResponseTopic")
+        partition_cls = getattr(resp, f"{prefix}ResponsePartition")
+        return make(ctx.response_cls, topics=tuple(
+            make(topic_cls, name=t.name, partitions=tuple(
+                make(partition_cls, partition_index=p.partition_index, error_code=error)
+                for p in parts))
+            for t, parts in _per_partition(request.topics, "partitions")))
     return protocol.error_response(ctx.response_cls, error)

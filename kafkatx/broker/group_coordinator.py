@@ -41,6 +41,7 @@ from kafkatx.broker.groups import (
     TopicPartition,
 )
 from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC
+from kafkatx.broker.partition_log import PartitionLog
 from kafkatx.formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, build_key
 from kafkatx.semantics.coordinator_partition import partition_for
 
@@ -77,6 +78,7 @@ class GroupCoordinator:
                  initial_rebalance_delay_ms: int = DEFAULT_INITIAL_REBALANCE_DELAY_MS) -> None:
         self.broker = broker
         self.groups: dict[str, GroupMetadata] = {}
+        self.owned: set[int] = set()  # --brokers N: the __consumer_offsets partitions led here
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self._closed = False
 
@@ -806,11 +808,35 @@ class GroupCoordinator:
             return
         for _, log in sorted(topic.logs.items()):
             step()
+            self._load_log(log)
 
-            def warn(message: str, where: str = log.name) -> None:
-                self.broker.warn(f"{where}: {message}")
-            for group in load_groups(log.iter_key_values(self.broker.warn), self.broker.now_ms(),
-                                     warn):
-                self.groups[group.group_id] = group
-                for member in group.members.values():
-                    self._schedule_heartbeat(group, member, member.session_timeout_ms)
+    def _load_log(self, log: PartitionLog) -> None:
+        def warn(message: str, where: str = log.name) -> None:
+            self.broker.warn(f"{where}: {message}")
+        for group in load_groups(log.iter_key_values(self.broker.warn), self.broker.now_ms(),
+                                 warn):
+            self.groups[group.group_id] = group
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    def load_partition(self, partition: int) -> None:
+        """``GroupCoordinator#onElection`` (``--brokers N``): the groups of a
+        ``__consumer_offsets`` partition this broker now leads."""
+        log = self.broker.logs.get(GROUP_METADATA_TOPIC, partition)
+        self.owned.add(partition)
+        if log is not None:
+            self._load_log(log)
+
+    def unload_partition(self, partition: int) -> None:
+        """``GroupCoordinator#onResignation``: its groups leave this broker (their members
+        find the new coordinator on their next request, NOT_COORDINATOR here)."""
+        self.owned.discard(partition)
+        for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
+            group = self.groups.pop(group_id)
+            for timer in (group.join_timer, group.sync_timer,
+                          *(m.heartbeat_timer for m in group.members.values())):
+                if timer is not None:
+                    timer.cancel()
+
+    def owns(self, group_id: str) -> bool:
+        return self.broker.cluster is None or self.partition_for(group_id) in self.owned

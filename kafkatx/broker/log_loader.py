@@ -308,12 +308,15 @@ def _next_base(segments: list[LogSegment], seg: LogSegment) -> int | None:
 
 
 def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int | None,
-           aborted: list[AbortedTxnEntry] | None, *, end: int | None = None) -> int:
+           aborted: list[AbortedTxnEntry] | None, *, end: int | None = None,
+           advance_high_watermark: bool = True) -> int:
     """``UnifiedLog#loadProducersFromRecords`` / ``LogSegment#updateProducerState`` for the
     batches of ``scan`` whose last offset is at or above ``start`` and whose base offset is
     below ``upto`` (and that end by byte ``end``): each producer batch through
     ``ProducerAppendInfo`` (origin REPLICATION; markers keep their coordinator epoch); an abort
-    adds its ``.txnindex`` entry to ``aborted``. Returns the number of batches replayed."""
+    adds its ``.txnindex`` entry to ``aborted``. Returns the number of batches replayed.
+    A follower's append (``UnifiedLog#appendAsFollower``) passes ``advance_high_watermark``
+    False: its high watermark comes from the leader, not from its own log end."""
     h = scan.headers
     if not len(h):
         return 0
@@ -357,5 +360,6 @@ def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int |
                         last_stable_offset=psm.last_stable_offset(completed)))
                 psm.complete_txn(completed)
         psm.update_map_end_offset(last[i] + 1)
-        psm.on_high_watermark_updated(last[i] + 1)
+        if advance_high_watermark:
+            psm.on_high_watermark_updated(last[i] + 1)
     return len(base)

@@ -170,6 +170,13 @@ class LogManager:
         self._read_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
         # Broker configs set with (Incremental)AlterConfigs (ConfigRecords of the metadata log).
         self.dynamic_configs = DynamicBrokerConfigs()
+        # A broker of a multi-broker serve hosts only its replicas: any subset of a topic's
+        # partitions, the internal topics' ones created by the controller, never on first use.
+        self.replicated = False
+        self.cluster_id_for_new = ""  # a new log dir of a multi-broker serve joins this cluster
+        # --brokers N: the controller's metadata log, shared by every broker of the process
+        # (the Cluster opens and closes it; topics are recorded there once, by the controller).
+        self.shared_metadata: KRaftMetadataLog | None = None
 
     # -- start -------------------------------------------------------------------------------
 
@@ -221,7 +228,8 @@ class LogManager:
             self.directory_id = meta.directory_id or ""
             if self.cluster_id and self.directory_id:
                 return
-        self.cluster_id = self.cluster_id or kafka_uuid(random_topic_id())
+        self.cluster_id = (self.cluster_id or self.cluster_id_for_new
+                           or kafka_uuid(random_topic_id()))
         self.directory_id = self.directory_id or kafka_uuid(random_topic_id())
         atomic_write(path, build_meta_properties({
             **properties,
@@ -234,13 +242,18 @@ class LogManager:
     def _open_metadata(self) -> None:
         """The KRaft metadata log: loaded (snapshot + records), a new raft epoch begun, the
         bootstrap records written when it is new; the dynamic broker configs from its image."""
-        metadata = KRaftMetadataLog(self.root, node_id=self.config.node_id,
-                                    snapshot_bytes=self.config.metadata_snapshot_bytes)
-        metadata.open(_now_ms())
-        self.load_problems.extend(metadata.problems)
-        self.controller = Controller(metadata, node_id=self.config.node_id,
-                                     directory_id=self.directory_id, now_ms=_now_ms)
-        self.controller.activate(self.config.transaction_version)
+        if self.shared_metadata is not None:
+            metadata = self.shared_metadata
+            self.controller = Controller(metadata, node_id=self.config.node_id,
+                                         directory_id=self.directory_id, now_ms=_now_ms)
+        else:
+            metadata = KRaftMetadataLog(self.root, node_id=self.config.node_id,
+                                        snapshot_bytes=self.config.metadata_snapshot_bytes)
+            metadata.open(_now_ms())
+            self.load_problems.extend(metadata.problems)
+            self.controller = Controller(metadata, node_id=self.config.node_id,
+                                         directory_id=self.directory_id, now_ms=_now_ms)
+            self.controller.activate(self.config.transaction_version)
         configs = metadata.image.configs
         self.dynamic_configs.node.update(configs.get((BROKER_RESOURCE,
                                                       str(self.config.node_id)), {}))
@@ -291,7 +304,8 @@ class LogManager:
                     self.load_problems.append(f"{path}: partition {partition} of an internal "
                                               f"topic of {INTERNAL_PARTITIONS}; ignored")
                     continue
-                if meta is None and not internal and partition != len(topic.logs):
+                if (meta is None and not internal and not self.replicated
+                        and partition != len(topic.logs)):
                     self.load_problems.append(f"{path}: partition {partition} without all the "
                                               "partitions below it; ignored")
                     continue
@@ -313,7 +327,7 @@ class LogManager:
                     topic.num_partitions = len(topic.logs)
                 self.controller.create_topic(name, kafka_uuid(topic.topic_id),
                                              topic.num_partitions, topic.configs)
-            elif not internal:
+            elif not internal and not self.replicated:
                 for partition in range(topic.num_partitions):
                     if partition not in topic.logs:
                         self._create_log(topic, partition)
@@ -408,18 +422,42 @@ class LogManager:
             raise RuntimeError("the log dir is not started: no metadata log")
         return self.controller
 
-    def _create_log(self, topic: Topic, partition: int) -> PartitionLog:
-        """``Partition#createLogIfNotExists``: the directory, its metadata files, the log."""
+    def _create_log(self, topic: Topic, partition: int, *,
+                    first_epoch: bool = True) -> PartitionLog:
+        """``Partition#createLogIfNotExists``: the directory, its metadata files, the log
+        (a follower's ``leader-epoch-checkpoint`` starts empty: its epochs come with the
+        leader's batches)."""
         path = self.root / f"{topic.name}-{partition}"
         path.mkdir(parents=True, exist_ok=True)
         atomic_write(path / PARTITION_METADATA_FILE,
                      build_partition_metadata(kafka_uuid(topic.topic_id)))
         atomic_write(path / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
-            [EpochEntry(epoch=LEADER_EPOCH, start_offset=0)]))
+            [EpochEntry(epoch=LEADER_EPOCH, start_offset=0)] if first_epoch else []))
         log = self._new_log(topic, partition, path)
         log.open()
         topic.logs[partition] = log
         return log
+
+    def add_replicated_topic(self, name: str, topic_id: uuid.UUID, num_partitions: int,
+                             configs: Mapping[str, str], hosted: Mapping[int, bool]) -> Topic:
+        """The controller's new topic as this broker learns it (``ReplicaManager#applyDelta``
+        for a ``TopicRecord`` and its ``PartitionRecord``s): the topic in the metadata cache,
+        a log for each partition in ``hosted`` (partition -> whether this broker leads it, so
+        its leader epoch cache starts with epoch 0 at offset 0)."""
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = Topic(name, topic_id, dict(configs), num_partitions=num_partitions)
+            self.topics[name] = topic
+        for partition, leads in sorted(hosted.items()):
+            if partition not in topic.logs:
+                self._create_log(topic, partition, first_epoch=leads)
+        return topic
+
+    def read_high_watermarks(self) -> dict[tuple[str, int], int]:
+        """``replication-offset-checkpoint`` as read at start (``ReplicaManager`` initialises
+        each partition's high watermark from it)."""
+        return self._read_checkpoints.get(REPLICATION_CHECKPOINT) or self._checkpoint(
+            REPLICATION_CHECKPOINT)
 
     def internal_topic_configs(self, name: str) -> dict[str, str]:
         """The configs an internal topic is created with, ``segment.bytes`` from
@@ -462,7 +500,8 @@ class LogManager:
         topic = self.topics.get(name)
         if topic is None:
             raise TopicError("unknown", "This server does not host this topic-partition.")
-        self._metadata().delete_topic(kafka_uuid(topic.topic_id))
+        if self.shared_metadata is None:  # the controller of --brokers N records it once
+            self._metadata().delete_topic(kafka_uuid(topic.topic_id))
         del self.topics[name]
         for log in topic.logs.values():
             log.release()
@@ -496,7 +535,9 @@ class LogManager:
     def _truncate_epoch_cache_from_start(log: PartitionLog, before: int) -> None:
         """``LeaderEpochFileCache#truncateFromStart`` once the log start offset moved past
         ``before``: the one epoch now starts there."""
-        if log.log_start_offset > before:
+        if log.log_start_offset > before and log.epochs is not None:
+            log.truncate_epochs_from_start()  # a replica of a --brokers N serve
+        elif log.log_start_offset > before:
             atomic_write(log.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
                 [EpochEntry(epoch=log.leader_epoch, start_offset=log.log_start_offset)]))
 
@@ -521,7 +562,7 @@ class LogManager:
         if t is None or not 0 <= partition < t.num_partitions:
             return None
         log = t.logs.get(partition)
-        if log is None and t.is_internal:
+        if log is None and t.is_internal and not self.replicated:
             log = self.internal_log(topic, partition)
         return log
 
@@ -620,7 +661,8 @@ class LogManager:
         if self.controller is not None:
             if self.load_completed:
                 self.controller.controlled_shutdown()
-            self.controller.metadata.close(_now_ms())
+            if self.shared_metadata is None:
+                self.controller.metadata.close(_now_ms())
         if not (self.previous_shutdown_clean or self.load_completed):
             return
         atomic_write(self.root / CLEAN_SHUTDOWN_FILE, json.dumps(

@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 from rich.console import Console
@@ -26,6 +26,7 @@ from rich.markup import escape
 
 from kafkatx.broker import protocol
 from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.coordinator_routing import not_coordinator_response
 from kafkatx.broker.faults import Faults, reject_response
 from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
@@ -36,7 +37,11 @@ from kafkatx.broker.log_loader import LoadInterrupted, LoadProgress
 from kafkatx.broker.log_manager import LogManager, kafka_uuid, random_topic_id
 from kafkatx.broker.partition_log import fsync_files
 from kafkatx.broker.producer_ids import ProducerIdManager
+from kafkatx.broker.replica_manager import ReplicaManager
 from kafkatx.broker.txn_coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from kafkatx.broker.cluster import Cluster
 
 _SIZE = struct.Struct(">i")
 PROGRESS_AFTER_S = 2.0  # a load taking longer than this prints progress lines
@@ -70,20 +75,25 @@ class _Connection:
 
 
 class Broker:
-    """A single-node broker over ``config.log_dir``."""
+    """A broker over ``config.log_dir``: the single node of ``kafkatx serve``, or one of the
+    brokers of a ``--brokers N`` cluster (``cluster``: the controller they share)."""
 
-    def __init__(self, config: BrokerConfig, *, console: Console | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, console: Console | None = None,
+                 cluster: Cluster | None = None) -> None:
         self.config = config
+        self.cluster = cluster
         self.faults = Faults(tuple(config.faults))
         self.console = console or Console(stderr=True, highlight=False)
         self.logs = LogManager(config)
         self.cleaner = LogCleaner(self.logs, crash_at=self.faults.crash_while_cleaning)
-        self.producer_ids = ProducerIdManager()
+        self.producer_ids = cluster.producer_ids if cluster is not None else ProducerIdManager()
+        self.replicas = ReplicaManager(self)
         self.groups = GroupCoordinator(
             self, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
         self.transactions = TransactionCoordinator(self)
         self.transactions.id_expiration_ms = config.transactional_id_expiration_ms
-        self.handlers: dict[int, ApiHandler] = load_handlers(config.transaction_version)
+        self.handlers: dict[int, ApiHandler] = load_handlers(config.transaction_version,
+                                                             cluster=cluster is not None)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
         self._appended = asyncio.Event()
@@ -100,7 +110,8 @@ class Broker:
 
     def log(self, message: str, *, style: str | None = None) -> None:
         stamp = time.strftime("%H:%M:%S")
-        self.console.print(f"[dim]{stamp}[/dim] {escape(message)}", style=style)
+        who = f"[{self.config.node_id}] " if self.cluster is not None else ""
+        self.console.print(f"[dim]{stamp}[/dim] {escape(who + message)}", style=style)
 
     def warn(self, message: str) -> None:
         self.log(message, style="yellow")
@@ -179,8 +190,18 @@ class Broker:
         self.groups.shutdown()
         self.logs.shutdown()
 
-    async def start(self, stop: StopRequest | None = None) -> None:
-        self.load(stop)
+    def load_logs(self) -> None:
+        """A cluster broker's load: its log dir only; the coordinators load the partitions it
+        comes to lead (``Cluster`` gives it its roles)."""
+        assert self.cluster is not None
+        self.logs.replicated = True
+        self.logs.cluster_id_for_new = self.cluster.cluster_id
+        self.log(f"loading log dir {self.config.log_dir}")
+        self.logs.start(LoadProgress())
+        for problem in self.logs.load_problems:
+            self.warn(problem)
+
+    async def listen(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.config.host,
                                                   self.config.port)
         sock = self._server.sockets[0]
@@ -190,10 +211,19 @@ class Broker:
         # of its RegisterBrokerRecord.
         self.logs.broker_epoch = self.logs.controller.register_broker(
             kafka_uuid(random_topic_id()), self.advertised_host, self.port)
+
+    def start_tasks(self) -> None:
         self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
         self._tasks.append(asyncio.create_task(self._transaction_loop()))
         self._tasks.append(asyncio.create_task(self._retention_loop()))
         self._tasks.append(asyncio.create_task(self._cleaner_loop()))
+        if self.cluster is not None:
+            self._tasks.append(asyncio.create_task(self.replicas.isr_loop()))
+
+    async def start(self, stop: StopRequest | None = None) -> None:
+        self.load(stop)
+        await self.listen()
+        self.start_tasks()
 
     async def _transaction_loop(self) -> None:
         """``TransactionCoordinator#startup``'s schedules: abort timed-out transactions every
@@ -269,6 +299,21 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, close connections, then write snapshots and checkpoints."""
+        await self._stop_serving()
+        self.close()
+
+    async def kill(self) -> None:
+        """A cluster broker killed: it stops serving and fetching at once and writes nothing
+        more (no snapshot, index or checkpoint, no clean-shutdown marker), as after SIGKILL;
+        the next start recovers its log dir."""
+        await self._stop_serving()
+        self.groups.shutdown()
+        for log in self.logs.all_logs():
+            log.release()
+
+    async def _stop_serving(self) -> None:
+        self.stopping.set()
+        await self.replicas.shutdown()
         if self._server is not None:
             self._server.close()
         for task in self._tasks:
@@ -282,7 +327,6 @@ class Broker:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
-        self.close()
 
     # -- connections -------------------------------------------------------------------------
 
@@ -372,6 +416,10 @@ class Broker:
                 # Kafka closes the connection of an acks=0 produce that fails.
                 return None, "closed: fault injected on an acks=0 produce"
             return protocol.encode_response_chunks(corr, reject_response(ctx, body, rejected)), None
+        refused = not_coordinator_response(self, ctx, body)
+        if refused is not None:
+            self._verbose(conn, f"{request_cls.__name__}: NOT_COORDINATOR")
+            return protocol.encode_response_chunks(corr, refused), None
         try:
             response = await handler.handle(self, ctx, body)
         except asyncio.CancelledError:

@@ -16,6 +16,15 @@ markers are written directly (``WriteTxnMarkers``' local append) before EndTxn i
 a marker the leader refuses is logged and that partition dropped, as Kafka does for a partition
 that no longer exists. Aborts the coordinator starts itself (an InitProducerId fencing an
 ongoing transaction, a timeout) follow the cluster's finalized ``transaction.version``.
+
+With ``--brokers N`` each broker coordinates the transactional ids of the
+``__transaction_state`` partitions it leads (loaded on election, dropped on resignation, the
+coordinator epoch being the partition's leader epoch: ``TransactionStateManager#
+loadTransactionsForTxnTopicPartition`` / ``removeTransactionsForTxnTopicPartition``), and the
+markers go to each partition's current leader (its WriteTxnMarkers append, made in-process);
+a partition without a leader, or whose leader refuses with NOT_LEADER_OR_FOLLOWER, is retried
+every ``RETRY_BACKOFF_S`` until a leader takes it, as ``TransactionMarkerChannelManager``
+retries, and Complete* is written once every marker is.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ from kafkatx.broker.config import LEADER_EPOCH
 from kafkatx.broker.coordinator_log import CoordinatorAppendError, append, build_batch
 from kafkatx.broker.faults import crash
 from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from kafkatx.broker.partition_log import AppendError
+from kafkatx.broker.partition_log import AppendError, PartitionLog
+from kafkatx.broker.replica_manager import leader_log
 from kafkatx.broker.txn_metadata import (
     IllegalTransitionError,
     TopicPartition,
@@ -59,6 +69,11 @@ if TYPE_CHECKING:
 
 S = TransactionState
 NUM_PARTITIONS = 50  # transaction.state.log.num.partitions
+RETRY_BACKOFF_S = 0.1  # the marker channel's retry.backoff.ms
+RETRIABLE_MARKER_ERRORS = frozenset({ErrorCode.not_leader_or_follower,
+                                     ErrorCode.leader_not_available,
+                                     ErrorCode.not_enough_replicas,
+                                     ErrorCode.request_timed_out})
 DEFAULT_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms
 
 
@@ -93,6 +108,8 @@ class TransactionCoordinator:
         self.transaction_version = broker.config.transaction_version
         self.id_expiration_ms = DEFAULT_ID_EXPIRATION_MS
         self._delayed_tasks: set[asyncio.Task[None]] = set()
+        # --brokers N: the __transaction_state partitions this broker leads, with their epochs.
+        self.owned: dict[int, int] = {}
 
     @staticmethod
     def partition_for(transactional_id: str) -> int:
@@ -128,31 +145,64 @@ class TransactionCoordinator:
         topic = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return
+        loaded: list[TransactionMetadata] = []
         for partition, log in sorted(topic.logs.items()):
             step()
-            # The topic is compacted: only the last record of a key counts, so values are
-            # decoded for those alone (a tombstone drops the key).
-            latest: dict[bytes | None, tuple[int, bytes | None]] = {}
-            for batch, records in log.iter_key_values(self.broker.warn):
-                if batch.header.is_control:
-                    continue
-                for offset, key, value in records:
-                    latest.pop(key, None)
-                    latest[key] = (offset, value)
-            loaded: dict[str, TransactionMetadata] = {}
-            for key, (offset, value) in latest.items():
-                self._load_record(log.name, offset, key, value, loaded)
-            for txn_id, md in loaded.items():
-                if self.partition_for(txn_id) != partition:
-                    self.broker.warn(f"{log.name}: transactional id {txn_id!r} belongs to "
-                                     f"partition {self.partition_for(txn_id)}; loaded anyway")
-                self.cache[txn_id] = md
-                self.broker.producer_ids.observe(max(md.producer_id, md.previous_producer_id))
-        for md in list(self.cache.values()):
+            loaded += self._load_log(partition, log)
+        self._complete_prepared(loaded)
+
+    def _load_log(self, partition: int, log: PartitionLog) -> list[TransactionMetadata]:
+        # The topic is compacted: only the last record of a key counts, so values are
+        # decoded for those alone (a tombstone drops the key).
+        latest: dict[bytes | None, tuple[int, bytes | None]] = {}
+        for batch, records in log.iter_key_values(self.broker.warn):
+            if batch.header.is_control:
+                continue
+            for offset, key, value in records:
+                latest.pop(key, None)
+                latest[key] = (offset, value)
+        loaded: dict[str, TransactionMetadata] = {}
+        for key, (offset, value) in latest.items():
+            self._load_record(log.name, offset, key, value, loaded)
+        for txn_id, md in loaded.items():
+            if self.partition_for(txn_id) != partition:
+                self.broker.warn(f"{log.name}: transactional id {txn_id!r} belongs to "
+                                 f"partition {self.partition_for(txn_id)}; loaded anyway")
+            self.cache[txn_id] = md
+            self.broker.producer_ids.observe(max(md.producer_id, md.previous_producer_id))
+        return list(loaded.values())
+
+    def _complete_prepared(self, loaded: Iterable[TransactionMetadata]) -> None:
+        for md in loaded:
             if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 self.broker.log(f"transactional id {md.transactional_id}: completing the "
                                 f"{md.state.kafka_name} found in the log")
                 self._complete(md, commit=md.state is S.PREPARE_COMMIT)
+
+    def load_partition(self, partition: int, leader_epoch: int) -> None:
+        """``loadTransactionsForTxnTopicPartition`` on becoming the partition's leader
+        (``--brokers N``): its ids join the cache with the leader epoch as coordinator epoch;
+        transactions left in Prepare* are completed."""
+        log = self.broker.logs.get(TRANSACTION_STATE_TOPIC, partition)
+        if log is None:
+            return
+        self.owned[partition] = leader_epoch
+        self._complete_prepared(self._load_log(partition, log))
+
+    def unload_partition(self, partition: int) -> None:
+        """``removeTransactionsForTxnTopicPartition`` on resignation."""
+        self.owned.pop(partition, None)
+        for txn_id in [t for t in self.cache if self.partition_for(t) == partition]:
+            del self.cache[txn_id]
+
+    def owns(self, transactional_id: str) -> bool:
+        """Whether this broker coordinates ``transactional_id`` (always, outside a cluster)."""
+        return (self.broker.cluster is None
+                or self.partition_for(transactional_id) in self.owned)
+
+    def epoch_of(self, md: TransactionMetadata) -> int:
+        """The coordinator epoch of the markers of ``md``'s transaction."""
+        return self.owned.get(self.partition_for(md.transactional_id), self.coordinator_epoch)
 
     def _load_record(self, where: str, offset: int, key: bytes | None, value: bytes | None,
                      loaded: dict[str, TransactionMetadata]) -> None:
@@ -288,7 +338,10 @@ class TransactionCoordinator:
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         partition = self.broker.groups.partition_for(group_id)
-        self.broker.logs.internal_topic(GROUP_METADATA_TOPIC)
+        if self.broker.cluster is not None:
+            self.broker.cluster.ensure_internal_topic(GROUP_METADATA_TOPIC)
+        else:
+            self.broker.logs.internal_topic(GROUP_METADATA_TOPIC)
         return GROUP_METADATA_TOPIC, partition
 
     # -- EndTxn ---------------------------------------------------------------------------------
@@ -465,8 +518,9 @@ class TransactionCoordinator:
             else:
                 now.append(tp)
         if now:
-            self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch, commit,
-                               now, transaction_version=tv)
+            retry = self._send_markers(md, commit, now)
+            if retry:
+                later.setdefault(0, []).extend(retry)
         if later:
             try:
                 loop = asyncio.get_running_loop()
@@ -478,7 +532,7 @@ class TransactionCoordinator:
                 task.add_done_callback(self._delayed_tasks.discard)
                 return transit
             for tps in later.values():  # no event loop to wait in: write them now
-                self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch,
+                self.write_markers(md.producer_id, md.producer_epoch, self.epoch_of(md),
                                    commit, tps, transaction_version=tv)
         self._finish(md, transit)
         return transit
@@ -486,17 +540,44 @@ class TransactionCoordinator:
     async def _delayed_markers(self, md: TransactionMetadata, transit: TxnTransitMetadata,
                                commit: bool, later: dict[int, list[TopicPartition]]) -> None:
         """The ``delay-marker`` faults' markers, each after its delay, then Complete*."""
-        pid, epoch, tv = md.producer_id, md.producer_epoch, md.client_transaction_version
         start = asyncio.get_running_loop().time()
+        pending: list[TopicPartition] = []
         for delay in sorted(later):
-            self.broker.log(f"fault injected: {'COMMIT' if commit else 'ABORT'} marker of "
-                            f"transactional id {md.transactional_id} to "
-                            + ", ".join(f"{t}-{p}" for t, p in later[delay])
-                            + f" delayed by {delay} ms")
+            if delay:
+                self.broker.log(f"fault injected: {'COMMIT' if commit else 'ABORT'} marker of "
+                                f"transactional id {md.transactional_id} to "
+                                + ", ".join(f"{t}-{p}" for t, p in later[delay])
+                                + f" delayed by {delay} ms")
             await asyncio.sleep(max(0.0, start + delay / 1000 - asyncio.get_running_loop().time()))
-            self.write_markers(pid, epoch, self.coordinator_epoch, commit, later[delay],
-                               transaction_version=tv)
+            pending += self._send_markers(md, commit, later[delay])
+        while pending:
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            if self.broker.stopping.is_set():
+                return
+            pending = self._send_markers(md, commit, pending)
         self._finish(md, transit)
+
+    def _send_markers(self, md: TransactionMetadata, commit: bool,
+                      partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The markers to ``partitions``, each to its leader (this node outside a cluster);
+        returns the partitions to retry (no leader now, or a leader that moved)."""
+        pid, epoch, tv = md.producer_id, md.producer_epoch, md.client_transaction_version
+        cluster = self.broker.cluster
+        if cluster is None:
+            self.write_markers(pid, epoch, self.epoch_of(md), commit, partitions,
+                               transaction_version=tv)
+            return []
+        retry = []
+        for tp in partitions:
+            leader = cluster.leader_broker(*tp)
+            if leader is None:
+                retry.append(tp)
+                continue
+            result = leader.transactions.write_markers(pid, epoch, self.epoch_of(md), commit,
+                                                       [tp], transaction_version=tv)
+            if result.get(tp) in RETRIABLE_MARKER_ERRORS:
+                retry.append(tp)
+        return retry
 
     def _finish(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> None:
         error = self._append(md, transit)
@@ -514,11 +595,12 @@ class TransactionCoordinator:
         now = self.broker.now_ms()
         kind = "COMMIT" if commit else "ABORT"
         for topic, partition in partitions:
-            log = self.broker.logs.get(topic, partition)
+            log, missing = leader_log(self.broker, topic, partition)
             if log is None:
-                self.broker.warn(f"{kind} marker of producer {producer_id}: {topic}-{partition} "
-                                 "does not exist; dropped from the transaction")
-                results[(topic, partition)] = ErrorCode.unknown_topic_or_partition
+                if missing == ErrorCode.unknown_topic_or_partition:
+                    self.broker.warn(f"{kind} marker of producer {producer_id}: {topic}-"
+                                     f"{partition} does not exist; dropped from the transaction")
+                results[(topic, partition)] = missing
                 continue
             try:
                 log.append_end_txn_marker(producer_id=producer_id, producer_epoch=producer_epoch,

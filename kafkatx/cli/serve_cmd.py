@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from rich.console import Console
 
 from kafkatx.broker.capture_copy import copy_capture
+from kafkatx.broker.cluster import Cluster, broker_command, broker_dir, run_cluster
 from kafkatx.broker.config import (
     DEFAULT_CLEANER_BACKOFF_MS,
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -125,6 +127,17 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
 @click.option("--fault", "faults", multiple=True, metavar="RULE", callback=_parse_faults,
               help="Inject a fault (repeatable), to reproduce a broken transaction: "
                    + RULE_HELP + ".")
+@click.option("--brokers", "num_brokers", default=1, show_default=True, type=click.IntRange(1),
+              help="Run N brokers in this process (node ids --node-id .. --node-id+N-1, ports "
+                   "--port .. --port+N-1 or all free with --port 0, log dirs "
+                   "LOG_DIR/broker-<id>), replicating as Kafka does; see docs/serve.md.")
+@click.option("--default-replication-factor", type=click.IntRange(1), default=None,
+              help="Replicas of auto-created topics and of CreateTopics without one with "
+                   "--brokers N (default.replication.factor; default: min(N, 3)).")
+@click.option("--replica-lag-time-max-ms", default=30_000, show_default=True,
+              type=click.IntRange(1),
+              help="A follower not caught up for this long leaves the ISR "
+                   "(replica.lag.time.max.ms; --brokers N).")
 @click.option("--verbose", is_flag=True,
               help="Log every request, and how long each start-up phase took, on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
@@ -137,7 +150,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                   transaction_version: int, faults: tuple[FaultRule, ...],
                   metadata_snapshot_bytes: int,
                   verbose: bool, from_dir: Path | None = None,
-                  control_port: int | None = None) -> None:
+                  control_port: int | None = None, num_brokers: int = 1,
+                  default_replication_factor: int | None = None,
+                  replica_lag_time_max_ms: int = 30_000) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
     Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
@@ -151,11 +166,19 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
     A crash-after fault exits with status 3 instead.
     """
     console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if num_brokers > 1 and from_dir is not None:
+        raise click.UsageError("--from serves one broker's capture; it cannot be used with "
+                               "--brokers")
+    if default_replication_factor is not None and default_replication_factor > num_brokers:
+        raise click.UsageError(f"--default-replication-factor {default_replication_factor} "
+                               f"needs at least that many brokers (--brokers {num_brokers})")
     if from_dir is not None:
         node_id = _copy_capture(from_dir, log_dir, node_id, console)
     if click.get_current_context().get_parameter_source("transaction_version") is \
             click.core.ParameterSource.DEFAULT:
-        transaction_version = _finalized_transaction_version(log_dir)
+        # --brokers N: the controller's metadata log is in the first broker's log dir.
+        transaction_version = _finalized_transaction_version(
+            log_dir if num_brokers == 1 else broker_dir(log_dir, node_id))
     config = BrokerConfig(host=host, port=port, log_dir=log_dir, num_partitions=num_partitions,
                           auto_create_topics=auto_create, segment_bytes=segment_bytes,
                           segment_ms=segment_ms,
@@ -170,7 +193,12 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
                           group_min_session_timeout_ms=group_min_session_timeout_ms,
                           transaction_version=transaction_version, faults=faults,
-                          metadata_snapshot_bytes=metadata_snapshot_bytes)
+                          metadata_snapshot_bytes=metadata_snapshot_bytes,
+                          replica_lag_time_max_ms=replica_lag_time_max_ms)
+    if num_brokers > 1:
+        _serve_cluster(config, num_brokers, default_replication_factor or min(num_brokers, 3),
+                       console, control_port)
+        return
 
     tasks: list[asyncio.Future[asyncio.Server]] = []  # keeps the control server referenced
 
@@ -203,6 +231,62 @@ def _finalized_transaction_version(log_dir: Path) -> int:
         return 0
     image = build_cluster_view(open_metadata_dir(path)).image
     return image.features.get("transaction.version", 0)
+
+
+def _serve_cluster(config: BrokerConfig, num_brokers: int, replication_factor: int,
+                   console: Console, control_port: int | None) -> None:
+    """``--brokers N``: the brokers and their controller in this process."""
+    configs = {}
+    for i in range(num_brokers):
+        node_id = config.node_id + i
+        configs[node_id] = dataclasses.replace(
+            config, node_id=node_id, port=config.port + i if config.port else 0,
+            log_dir=broker_dir(Path(config.log_dir), node_id))
+    cluster = Cluster(configs, console=console, default_replication_factor=replication_factor)
+    tasks: list[asyncio.Future[asyncio.Server]] = []
+
+    def listening(cluster: Cluster) -> None:
+        first = next(iter(cluster.brokers.values()))
+        first.log(f"kafkatx serve: {num_brokers} brokers (node ids {min(configs)}.."
+                  f"{max(configs)}), log dirs {config.log_dir}/broker-<id>, cluster "
+                  f"{cluster.cluster_id}, default replication factor {replication_factor}")
+        for rule in config.faults:
+            first.warn(f"fault injected: {rule}")
+        sys.stdout.write("listening on " + ",".join(
+            f"{b.advertised_host}:{b.port}" for _, b in sorted(cluster.brokers.items())) + "\n")
+        sys.stdout.flush()
+        if control_port is not None:
+            tasks.append(asyncio.ensure_future(_cluster_control(cluster, config.host,
+                                                                control_port)))
+
+    try:
+        asyncio.run(run_cluster(cluster, stop_request(), listening))
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve on {config.host}:{config.port}: {exc}") \
+            from None
+
+
+async def _cluster_control(cluster: Cluster, host: str, port: int) -> asyncio.Server:
+    state = {"faults": Faults(tuple(next(iter(cluster.configs.values())).faults))}
+
+    def put(faults: Faults) -> None:
+        state["faults"] = faults
+        for broker in cluster.brokers.values():
+            for rule in set(faults.rules) - set(broker.faults.rules):
+                broker.warn(f"fault injected: {rule}")
+            broker.faults = faults
+
+    def follow_new_brokers() -> None:
+        for broker in cluster.brokers.values():
+            broker.faults = state["faults"]
+
+    cluster.on_change.append(follow_new_brokers)
+    server = await start_control(host, port, lambda: state["faults"], put,
+                                 lambda line: broker_command(cluster, line))
+    bound = server.sockets[0].getsockname()[1]
+    sys.stdout.write(f"control on {host}:{bound}\n")
+    sys.stdout.flush()
+    return server
 
 
 def _copy_capture(capture: Path, log_dir: Path, node_id: int, console: Console) -> int:

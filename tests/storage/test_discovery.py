@@ -202,7 +202,10 @@ def test_fixtures_folder_holds_the_generated_and_the_served_log_dirs() -> None:
         "corrupt", "kraft", "legacy", "logdir", "replicas/broker-1", "replicas/broker-2",
         "served/clean", "served/cleaned-offsets",
         "served/compacted", "served/crash-cleaning", "served/hanging", "served/retention-hanging",
-        "served/stuck-prepare", "served/timeout-abort", "served/zombie"]
+        "served/stuck-prepare", "served/timeout-abort", "served/zombie",
+        *(f"served-replicas/{case}/broker-{n}" for case in (
+            "follower-truncated", "leader-change-commit", "unclean-lost-marker")
+          for n in (1, 2, 3))]
     assert keys(found.log_dirs[0].partitions) == [("damaged", 0)]
     assert [s.base_offset for s in found.log_dirs[0].partitions[0].segments] == [0, 100, 200]
     assert found.log_dirs[0].meta_properties is None

@@ -28,6 +28,7 @@ HANDLER_MODULES = (
     "kafkatx.broker.handlers.produce",
     "kafkatx.broker.handlers.fetch",
     "kafkatx.broker.handlers.list_offsets",
+    "kafkatx.broker.handlers.leader_epochs",
     "kafkatx.broker.handlers.records",
     "kafkatx.broker.handlers.coordinator",
     "kafkatx.broker.handlers.transactions",
@@ -42,6 +43,7 @@ class ApiHandler:
     max_version: int
     handle: Handler
     tv2_max_version: int | None = None  # the range's top at transaction.version 2
+    cluster_only: bool = False  # served by the brokers of a --brokers N serve only
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -51,23 +53,27 @@ REGISTRY: dict[int, ApiHandler] = {}
 
 
 def api(api_key: int, min_version: int, max_version: int, *,
-        tv2_max_version: int | None = None) -> Callable[[Handler], Handler]:
+        tv2_max_version: int | None = None,
+        cluster_only: bool = False) -> Callable[[Handler], Handler]:
     """Register ``handle`` for ``api_key`` versions [min_version, max_version] (up to
     ``tv2_max_version`` when the broker runs at transaction.version 2)."""
 
     def register(handle: Handler) -> Handler:
         REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle,
-                                       tv2_max_version)
+                                       tv2_max_version, cluster_only)
         return handle
 
     return register
 
 
-def load_handlers(transaction_version: int = 0) -> dict[int, ApiHandler]:
-    """The handlers with the version ranges this broker serves."""
+def load_handlers(transaction_version: int = 0, *,
+                  cluster: bool = False) -> dict[int, ApiHandler]:
+    """The handlers with the version ranges this broker serves (``cluster``: a broker of a
+    ``--brokers N`` serve, which also serves the replication APIs)."""
     for module in HANDLER_MODULES:
         importlib.import_module(module)
+    served = {key: h for key, h in REGISTRY.items() if cluster or not h.cluster_only}
     if transaction_version < 2:
-        return dict(REGISTRY)
+        return served
     return {key: (dataclasses.replace(h, max_version=h.tv2_max_version)
-                  if h.tv2_max_version is not None else h) for key, h in REGISTRY.items()}
+                  if h.tv2_max_version is not None else h) for key, h in served.items()}

@@ -14,6 +14,10 @@ UNSUPPORTED_COMPRESSION_TYPE before v10; v0-v1 get magic 0 and v2-v3 magic 1
 (:func:`kafkatx.broker.legacy_records.down_convert`), UNSUPPORTED_VERSION when the topic's
 ``message.downconversion.enable`` is false, UNSUPPORTED_COMPRESSION_TYPE for a ZSTD batch. Kafka
 4.0 removed v0-v3 (KIP-896); this serves them as 3.x does.
+With ``--brokers N`` only the leader serves a fetch (NOT_LEADER_OR_FOLLOWER elsewhere; no
+follower fetching, KIP-392), and a fetch from a follower (``replica_id`` >= 0) reads up to the
+log end offset (``FetchIsolation.LOG_END``) and tells the leader the follower's log end offset
+(``Partition#updateFollowerFetchState``, which moves the ISR and the high watermark).
 Fetch sessions are not kept: session id 0 tells clients every request is a full fetch. Two wire
 rules clients depend on: ``records`` is always bytes (librdkafka rejects a null ``records`` in
 flexible versions) and ``aborted_transactions`` is null for read_uncommitted (kafkajs applies a
@@ -22,6 +26,7 @@ list even then), a list (possibly empty) for read_committed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +36,7 @@ from kafkatx.broker import protocol
 from kafkatx.broker.handlers import api
 from kafkatx.broker.legacy_records import UnsupportedCompression, down_convert
 from kafkatx.broker.partition_log import AppendError, PartitionLog
+from kafkatx.broker.replica_manager import leader_log
 from kafkatx.semantics.read_committed import IsolationLevel
 
 if TYPE_CHECKING:
@@ -64,15 +70,14 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
     total = 0
     any_error = False
     committed = isolation == IsolationLevel.READ_COMMITTED
+    replica_id = getattr(request, "replica_id", -1)
+    from_follower = replica_id >= 0 and broker.cluster is not None
     topics = []
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
-            log = broker.logs.get(topic.topic, part.partition)
-            error = ErrorCode.none
-            if log is None:
-                error = ErrorCode.unknown_topic_or_partition
-            else:
+            log, error = leader_log(broker, topic.topic, part.partition)
+            if log is not None:
                 error = leader_epoch_error(log, getattr(part, "current_leader_epoch", -1)) \
                     or ErrorCode.none
             if error != ErrorCode.none or log is None:
@@ -81,11 +86,18 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
                 continue
             try:
                 result = log.read(part.fetch_offset, min(part.partition_max_bytes, limit),
-                                  isolation, min_one_message=min_one_message)
+                                  isolation, min_one_message=min_one_message,
+                                  log_end=from_follower)
             except AppendError as exc:
                 any_error = True
                 partitions.append(_partition(ctx, part.partition, exc.error))
                 continue
+            if from_follower:
+                leading = broker.replicas.leader_partition(topic.topic, part.partition)
+                if leading is not None:
+                    broker.replicas.update_follower_fetch(leading, replica_id, part.fetch_offset,
+                                                          log.log_end_offset)
+                    result = dataclasses.replace(result, high_watermark=log.high_watermark)
             records = result.records
             if result.first_entry_incomplete and not hard_limit:
                 records = b""

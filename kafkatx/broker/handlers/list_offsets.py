@@ -4,7 +4,8 @@ and the first offset at or after a timestamp.
 Mirrors ``ReplicaManager#fetchOffset`` / ``Partition#fetchOffsetForTimestamp``: consumers
 (replica id -1) are bounded by the isolation level (v0/v1 carry none: read_uncommitted), other
 replica ids by the log end offset; a timestamp result at or past that bound is "not found"
-(offset -1, timestamp -1); a partition named twice is INVALID_REQUEST. v0, which Kafka 3.x still
+(offset -1, timestamp -1); a partition named twice is INVALID_REQUEST; with ``--brokers N``
+only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere). v0, which Kafka 3.x still
 serves (KIP-896 removed it in 4.0), answers as ``KafkaApis#handleListOffsetRequestV0`` /
 ``Partition#legacyFetchOffsetsForTimestamp``: up to ``max_num_offsets`` segment base offsets
 by segment file time (:meth:`PartitionLog.legacy_offsets_before`), capped at the high watermark
@@ -21,6 +22,7 @@ from kafkatx.broker import protocol
 from kafkatx.broker.handlers import api
 from kafkatx.broker.handlers.fetch import isolation_of, leader_epoch_error
 from kafkatx.broker.partition_log import EARLIEST_TIMESTAMP
+from kafkatx.broker.replica_manager import leader_log
 from kafkatx.semantics.read_committed import IsolationLevel
 
 if TYPE_CHECKING:
@@ -45,13 +47,13 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
-            log = broker.logs.get(topic.name, part.partition_index)
+            log, missing = leader_log(broker, topic.name, part.partition_index)
             error = ErrorCode.none
             offset, timestamp, epoch = -1, -1, -1
             if seen[(topic.name, part.partition_index)] > 1:
                 error = ErrorCode.invalid_request
             elif log is None:
-                error = ErrorCode.unknown_topic_or_partition
+                error = missing
             else:
                 error = leader_epoch_error(log, getattr(part, "current_leader_epoch", -1)) \
                     or ErrorCode.none

@@ -11,8 +11,13 @@ operations (``AuthHelper#authorizedOperations`` without an authorizer: every sup
 are filled in when asked: a topic's from v8 (``include_topic_authorized_operations``, every topic
 looked up by name), the cluster's only in v8-v10 (``include_cluster_authorized_operations``;
 v11 dropped the field, clients ask DescribeCluster instead); otherwise the schema default
-``Integer.MIN_VALUE``. DescribeCluster follows ``AuthHelper#computeDescribeClusterResponse``:
-this node as the only broker and the controller, the endpoint type checked (v1, KIP-919).
+``Integer.MIN_VALUE``. With ``--brokers N`` every running broker is listed, each partition with
+its real leader, leader epoch, replicas and ISR (offline replicas: the stopped ones; a partition
+without a leader is LEADER_NOT_AVAILABLE with leader -1, as ``MetadataCache`` answers), the
+controller is the lowest running node id, and auto-created topics get
+``--default-replication-factor`` replicas. DescribeCluster follows
+``AuthHelper#computeDescribeClusterResponse``: this node (every running broker) as the
+broker and the controller, the endpoint type checked (v1, KIP-919).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kafkatx.broker.acl_operations import (
     CLUSTER_AUTHORIZED_OPERATIONS,
     TOPIC_AUTHORIZED_OPERATIONS,
 )
+from kafkatx.broker.cluster import ClusterError
 from kafkatx.broker.config import LEADER_EPOCH
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
@@ -37,19 +43,45 @@ if TYPE_CHECKING:
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # EndpointType ids
 
 
+def live_brokers(broker: Broker) -> list[tuple[int, str, int]]:
+    """(node id, host, port) of every running broker: this one alone outside a cluster."""
+    if broker.cluster is None:
+        return [(broker.config.node_id, broker.advertised_host, broker.port)]
+    return [(b.config.node_id, b.advertised_host, b.port)
+            for _, b in sorted(broker.cluster.brokers.items())]
+
+
+def controller_id(broker: Broker) -> int:
+    if broker.cluster is None or not broker.cluster.brokers:
+        return broker.config.node_id
+    return min(broker.cluster.brokers)
+
+
 def broker_entries(broker: Broker, ctx: RequestContext) -> tuple[Any, ...]:
-    return (protocol.make(ctx.resp.MetadataResponseBroker, node_id=broker.config.node_id,
-                          host=broker.advertised_host, port=broker.port, rack=None),)
+    return tuple(protocol.make(ctx.resp.MetadataResponseBroker, node_id=node, host=host,
+                               port=port, rack=None) for node, host, port in live_brokers(broker))
+
+
+def _partition_entry(broker: Broker, ctx: RequestContext, topic: Topic, p: int) -> Any:
+    node = broker.config.node_id
+    state = broker.cluster.state(topic.name, p) if broker.cluster is not None else None
+    if broker.cluster is None or state is None:
+        return protocol.make(ctx.resp.MetadataResponsePartition, error_code=ErrorCode.none,
+                             partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
+                             replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+    alive = broker.cluster.brokers
+    return protocol.make(
+        ctx.resp.MetadataResponsePartition,
+        error_code=ErrorCode.none if state.leader >= 0 else ErrorCode.leader_not_available,
+        partition_index=p, leader_id=state.leader, leader_epoch=state.leader_epoch,
+        replica_nodes=tuple(state.replicas), isr_nodes=tuple(state.isr),
+        offline_replicas=tuple(r for r in state.replicas if r not in alive))
 
 
 def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic,
                 authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
-    node = broker.config.node_id
-    partitions = tuple(
-        protocol.make(ctx.resp.MetadataResponsePartition, error_code=ErrorCode.none,
-                      partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
-                      replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
-        for p in range(topic.num_partitions))
+    partitions = tuple(_partition_entry(broker, ctx, topic, p)
+                       for p in range(topic.num_partitions))
     return protocol.make(ctx.resp.MetadataResponseTopic, error_code=ErrorCode.none,
                          name=topic.name, topic_id=topic.topic_id,
                          is_internal=topic.is_internal, partitions=partitions,
@@ -95,8 +127,11 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
             elif (allow_create and broker.config.auto_create_topics
                   and name not in INTERNAL_TOPICS):
                 try:
-                    topic = logs.create_topic(name, broker.config.num_partitions)
-                except TopicError as exc:
+                    topic = (logs.create_topic(name, broker.config.num_partitions)
+                             if broker.cluster is None else
+                             broker.cluster.create_topic(name, broker.config.num_partitions,
+                                                         None))
+                except (TopicError, ClusterError) as exc:
                     broker.warn(f"auto-creating topic {name} failed: {exc.message}")
                     entries.append(_error_topic(ctx, name, ErrorCode.unknown_topic_or_partition,
                                                 topic_ops))
@@ -108,7 +143,7 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
                                             topic_ops))
     return protocol.make(
         ctx.response_cls, brokers=broker_entries(broker, ctx), cluster_id=logs.cluster_id,
-        controller_id=broker.config.node_id, topics=tuple(entries),
+        controller_id=controller_id(broker), topics=tuple(entries),
         cluster_authorized_operations=cluster_ops)
 
 
@@ -126,11 +161,12 @@ async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: 
             else ErrorCode.mismatched_endpoint_type,
             error_message="The request was sent to an endpoint of type BROKER, but we wanted an "
                           "endpoint of type CONTROLLER", cluster_id="", brokers=())
-    brokers = (protocol.make(ctx.resp.DescribeClusterBroker, broker_id=broker.config.node_id,
-                             host=broker.advertised_host, port=broker.port, rack=None),)
+    brokers = tuple(protocol.make(ctx.resp.DescribeClusterBroker, broker_id=node, host=host,
+                                  port=port, rack=None)
+                    for node, host, port in live_brokers(broker))
     return protocol.make(
         ctx.response_cls, error_code=ErrorCode.none, error_message=None,
         endpoint_type=BROKER_ENDPOINT, cluster_id=broker.logs.cluster_id,
-        controller_id=broker.config.node_id, brokers=brokers,
+        controller_id=controller_id(broker), brokers=brokers,
         cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
         if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)

@@ -9,12 +9,17 @@ to an internal topic, the error each append exception maps to, a duplicate answe
 original batch's offsets and no error, the transaction verification of KIP-890 in
 ``txn_verification``). A single
 replica is always the whole ISR, so acks=1 and acks=-1 are answered as soon as the batch is in
-the log. The batches split while validating are handed to the append, and the response body is
+the log. With ``--brokers N`` only a partition's leader appends (NOT_LEADER_OR_FOLLOWER
+elsewhere), acks=-1 is refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+``min.insync.replicas`` (``Partition#appendRecordsToLeader``) and answered once the high
+watermark has passed the batch (``DelayedProduce``, bounded by the request's timeout). The
+batches split while validating are handed to the append, and the response body is
 written by :mod:`kafkatx.broker.produce_response` (the hot path: one request per batch).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -26,6 +31,7 @@ from kafkatx.broker.legacy_records import first_magic, up_convert
 from kafkatx.broker.log_manager import INTERNAL_TOPICS
 from kafkatx.broker.partition_log import AppendError, AppendResult, PartitionLog
 from kafkatx.broker.produce_response import PartitionResult, encode_produce_response
+from kafkatx.broker.replica_manager import leader_log
 from kafkatx.broker.txn_verification import verify_transactional_produce
 
 if TYPE_CHECKING:
@@ -98,18 +104,31 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     responses: list[tuple[str, list[PartitionResult]]] = []
     failures: list[str] = []
     appended = False
+    waits: list[tuple[int, int, int]] = []  # (topic index, partition index, required offset)
     for topic in request.topic_data:
         partitions = []
         for part in topic.partition_data:
             error, message, result = ErrorCode.none, None, None
             record_errors: tuple[tuple[int, str | None], ...] = ()
             log_start = -1
-            log = broker.logs.get(topic.name, part.index)
+            log, missing = leader_log(broker, topic.name, part.index)
+            replica = (broker.replicas.leader_partition(topic.name, part.index)
+                       if broker.cluster is not None else None)
             if acks not in (-1, 0, 1):
                 error, message = ErrorCode.invalid_required_acks, None
             elif log is None:
-                error = ErrorCode.unknown_topic_or_partition
-                message = "This server does not host this topic-partition."
+                error = missing
+                message = ("This server does not host this topic-partition."
+                           if missing == ErrorCode.unknown_topic_or_partition else
+                           f"This server is not the leader for partition {topic.name}-"
+                           f"{part.index}")
+            elif (replica is not None and acks == -1
+                  and broker.replicas.min_insync_error(replica) is not None):
+                error = ErrorCode.not_enough_replicas
+                message = (f"The size of the current ISR {replica.isr} is insufficient to "
+                           f"satisfy the min.isr requirement of "
+                           f"{broker.replicas.min_insync_replicas(replica)} for partition "
+                           f"{topic.name}-{part.index}")
             elif topic.name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
                 error = ErrorCode.invalid_topic_exception
                 message = f"Cannot append to internal topic {topic.name}"
@@ -127,6 +146,11 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                         raise RecordsRefused(*refused)
                     result = log.append_as_leader(bytes(records), now, batches=batches)
                     appended = appended or not result.duplicate
+                    if replica is not None:
+                        broker.replicas.after_leader_append(replica)
+                        if acks == -1:
+                            waits.append((len(responses), len(partitions),
+                                          result.last_offset + 1))
                 except (RecordsRefused, AppendError) as exc:
                     error, message = exc.error, exc.message
                     if isinstance(exc, AppendError):
@@ -138,6 +162,8 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
         responses.append((topic.name, partitions))
     if appended:
         broker.notify_append()
+    if waits:
+        await _wait_for_replication(broker, request, responses, waits, failures)
     for failure in failures:
         broker.warn(f"{ctx.peer} produce refused: {failure}")
     if acks == 0:
@@ -146,6 +172,26 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
         return None
     return protocol.EncodedResponse(ctx.response_cls,
                                     encode_produce_response(ctx.api_version, responses))
+
+
+async def _wait_for_replication(broker: Broker, request: Any,
+                                responses: list[tuple[str, list[PartitionResult]]],
+                                waits: list[tuple[int, int, int]], failures: list[str]) -> None:
+    """``DelayedProduce``: each acks=-1 partition's answer waits until its high watermark
+    passes the batch; an error there replaces the partition's result (the offsets stay, as
+    in Kafka's response)."""
+    timeout_s = max(protocol.ms(request.timeout), 0) / 1000
+    for t, p, required in waits:
+        name, results = responses[t]
+        result = results[p]
+        part = broker.replicas.leader_partition(name, result.index)
+        if part is None:
+            error = ErrorCode.not_leader_or_follower
+        else:
+            error = await broker.replicas.wait_for_replication(part, required, timeout_s)
+        if error != ErrorCode.none:
+            failures.append(f"{name}-{result.index}: {error.name}")
+            results[p] = dataclasses.replace(result, error_code=error.value)
 
 
 def _partition_result(index: int, error: ErrorCode, message: str | None,

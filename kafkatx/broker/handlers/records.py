@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker import protocol
 from kafkatx.broker.handlers import api
 from kafkatx.broker.partition_log import AppendError
+from kafkatx.broker.replica_manager import leader_log
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
@@ -28,6 +29,10 @@ def _delete(broker: Broker, topic: str, partition: int, offset: int) -> tuple[Er
     t = broker.logs.topics.get(topic)
     if t is None or not 0 <= partition < t.num_partitions:  # !metadataCache.contains
         return ErrorCode.unknown_topic_or_partition, INVALID_LOW_WATERMARK
+    if broker.cluster is not None:
+        _, error = leader_log(broker, topic, partition)
+        if error != ErrorCode.none:
+            return error, INVALID_LOW_WATERMARK
     try:
         return ErrorCode.none, broker.logs.delete_records(topic, partition, offset)
     except AppendError as exc:

@@ -90,7 +90,11 @@ def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
                            "Both numPartitions or replicationFactor and replicasAssignments "
                            "were set. Both cannot be used at the same time.")
         for a in assignments:
-            if tuple(a.broker_ids) != (broker.config.node_id,):
+            if broker.cluster is not None:
+                problem = manual_assignment_problem(broker, a.broker_ids, None)
+                if problem is not None:
+                    raise _Refused(ErrorCode.invalid_replica_assignment, problem)
+            elif tuple(a.broker_ids) != (broker.config.node_id,):
                 raise _Refused(ErrorCode.invalid_replica_assignment,
                                f"The manual partition assignment includes a broker other than "
                                f"{broker.config.node_id}: {list(a.broker_ids)}")
@@ -109,11 +113,12 @@ def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
             raise _Refused(ErrorCode.invalid_replication_factor,
                            "Replication factor must be larger than 0, or -1 to use the default "
                            "value.")
-        if rf > 1:
+        brokers = len(broker.cluster.node_ids) if broker.cluster is not None else 1
+        if rf > brokers:
             raise _Refused(ErrorCode.invalid_replication_factor,
                            f"Unable to replicate the partition {rf} time(s): The target "
-                           f"replication factor of {rf} cannot be reached because only 1 "
-                           "broker(s) are registered.")
+                           f"replication factor of {rf} cannot be reached because only "
+                           f"{brokers} broker(s) are registered.")
     # ReplicationControlManager#createTopic: the configs go through the same validation as an
     # IncrementalAlterConfigs SET on the new topic (the last of a name repeated wins).
     configs: dict[str, str | None] = {c.name: c.value for c in topic.configs or ()}
@@ -123,6 +128,19 @@ def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
     except ConfigError as exc:
         raise _Refused(ErrorCode.invalid_config, exc.message) from None
     return num_partitions, {k: v for k, v in configs.items() if v is not None}
+
+
+def _replication(broker: Broker, topic: Any, num_partitions: int) -> list[list[int]]:
+    """The replicas of each partition: the manual assignment, else the controller's."""
+    assignments = tuple(topic.assignments or ())
+    if assignments:
+        by_index = {a.partition_index: list(a.broker_ids) for a in assignments}
+        return [by_index[p] for p in range(num_partitions)]
+    if broker.cluster is None:
+        return [[broker.config.node_id]] * num_partitions
+    rf = topic.replication_factor if topic.replication_factor > 0 \
+        else broker.cluster.default_replication_factor
+    return broker.cluster.assignment(num_partitions, rf)
 
 
 @api(19, 2, 7)
@@ -136,14 +154,21 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
                 raise _Refused(ErrorCode.invalid_request,
                                "Duplicate topic name in the request.")
             num_partitions, configs = _check_create(broker, topic)
+            replication = _replication(broker, topic, num_partitions)
             if request.validate_only:
                 topic_id = None
-            else:
+            elif broker.cluster is None:
                 created = broker.logs.create_topic(topic.name, num_partitions, configs)
                 topic_id = created.topic_id
                 broker.log(f"created topic {topic.name} with {num_partitions} partitions")
+            else:
+                created = broker.cluster.create_topic(topic.name, num_partitions, None, configs,
+                                                      assignment=replication)
+                topic_id = created.topic_id
+                broker.log(f"created topic {topic.name} with {num_partitions} partitions, "
+                           f"replication factor {len(replication[0])}")
             extra = dict(topic_id=topic_id, num_partitions=num_partitions,
-                         replication_factor=1)
+                         replication_factor=len(replication[0]))
             if hasattr(ctx.resp, "CreatableTopicConfigs"):  # v5+
                 extra["configs"] = tuple(
                     protocol.make(ctx.resp.CreatableTopicConfigs, name=e.name, value=e.value,
@@ -184,7 +209,10 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
                 error = ErrorCode.unknown_topic_or_partition
                 message = "This server does not host this topic-partition."
         if topic is not None:
-            broker.logs.delete_topic(topic.name)
+            if broker.cluster is None:
+                broker.logs.delete_topic(topic.name)
+            else:
+                broker.cluster.delete_topic(topic.name)
             broker.log(f"deleted topic {topic.name}")
             name, topic_id = topic.name, topic.topic_id
         results.append(protocol.make(ctx.resp.DeletableTopicResult, name=name,
@@ -343,12 +371,15 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
 
 def manual_assignment_problem(broker: Broker, broker_ids: Iterable[int],
                               replication_factor: int | None) -> str | None:
-    """``ReplicationControlManager#validateManualPartitionAssignment`` on a one-node cluster."""
+    """``ReplicationControlManager#validateManualPartitionAssignment`` (the registered brokers:
+    this node, or the brokers of a ``--brokers N`` serve)."""
     ids = sorted(broker_ids)
+    registered = (set(broker.cluster.node_ids) if broker.cluster is not None
+                  else {broker.config.node_id})
     if not ids:
         return "The manual partition assignment includes an empty replica list."
     for i, broker_id in enumerate(ids):
-        if broker_id != broker.config.node_id:
+        if broker_id not in registered:
             return (f"The manual partition assignment includes broker {broker_id}, but no such "
                     "broker is registered.")
         if i and ids[i - 1] == broker_id:
