@@ -8,6 +8,9 @@ Each test cites the Kafka class it follows; the cluster runs as a ``kafkatx serv
 from __future__ import annotations
 
 import datetime
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,27 +271,23 @@ def test_confluent_transactions_across_a_leader_stop(cluster: KafkaBroker) -> No
     assert_replicas_identical(cluster.log_dir)
 
 
-# kafka-python leaves the socket of a refused connection (to the stopped broker) for the
-# garbage collector; the warning it raises then is the client's, not the broker's.
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_kafka_python_transactions_across_a_leader_stop(cluster: KafkaBroker) -> None:
-    """kafka-python's transactional producer and read_committed consumer across the clean stop
-    of the data partition's leader (``PartitionChangeBuilder#electLeader``; the client follows
-    NOT_LEADER_OR_FOLLOWER to the new leader); every replica identical after a clean stop."""
-    kafka = pytest.importorskip("kafka")
+# kafka-python runs in a child process: it leaves the sockets of refused connections (to the
+# stopped broker) to the garbage collector, whose warnings would land in later tests here.
+KAFKA_PYTHON_CLIENT = textwrap.dedent("""
+    import sys, time
+    import kafka
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    bootstrap = cluster.bootstrap_servers.split(",")
+    bootstrap = sys.argv[1].split(",")
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic("kp-ledger", 1, 3)])
     admin.close()
     producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kp-stop",
                                    request_timeout_ms=5000, max_block_ms=20_000, acks="all")
     producer.init_transactions()
-    expected: list[bytes] = []
+    expected = []
 
-    def commit(round_: int) -> None:
+    def commit(round_):
         producer.begin_transaction()
         for j in range(3):
             value = b"k%d-%d" % (round_, j)
@@ -297,8 +296,8 @@ def test_kafka_python_transactions_across_a_leader_stop(cluster: KafkaBroker) ->
         producer.commit_transaction()
 
     commit(0)
-    leader = leader_of(cluster, "kp-ledger", 0)
-    cluster.stop_broker(leader)
+    print("committed", flush=True)
+    sys.stdin.readline()  # the test stops the partition's leader meanwhile
     commit(1)
     commit(2)
     producer.close(5)
@@ -306,13 +305,38 @@ def test_kafka_python_transactions_across_a_leader_stop(cluster: KafkaBroker) ->
         "kp-ledger", bootstrap_servers=bootstrap, group_id="kp-readers",
         isolation_level="read_committed", auto_offset_reset="earliest",
         enable_auto_commit=False, request_timeout_ms=10_000)
-    got: list[bytes] = []
+    got = []
     deadline = time.monotonic() + 20
     while len(got) < len(expected) and time.monotonic() < deadline:
         for messages in consumer.poll(timeout_ms=300).values():
             got += [m.value for m in messages]
     consumer.close()
-    assert got == expected
+    print("ok" if got == expected else f"consumed {got!r}, expected {expected!r}", flush=True)
+""")
+
+
+def test_kafka_python_transactions_across_a_leader_stop(cluster: KafkaBroker) -> None:
+    """kafka-python's transactional producer and read_committed consumer across the clean stop
+    of the data partition's leader (``PartitionChangeBuilder#electLeader``; the client follows
+    NOT_LEADER_OR_FOLLOWER to the new leader): the producer that committed before the stop
+    commits two more transactions after it, the consumer reads the nine records once; every
+    replica identical after a clean stop."""
+    pytest.importorskip("kafka")
+    client = subprocess.Popen([sys.executable, "-c", KAFKA_PYTHON_CLIENT,
+                               cluster.bootstrap_servers], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdin is not None
+        assert client.stdout.readline().strip() == "committed"
+        leader = leader_of(cluster, "kp-ledger", 0)
+        cluster.stop_broker(leader)
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        out, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert out.strip() == "ok", err[-3000:]
     cluster.start_broker(leader)
     wait_isr(cluster, "kp-ledger", 0, 3)
     assert cluster.stop() == 0
