@@ -17,8 +17,10 @@ is built once under ``benchmarks/data/``; then every command runs in a fresh pro
 
 It prints wall seconds and CPU seconds (user + system of the child process, steadier than wall
 time on a shared machine), the ratio of each to the aiokafka C reader on the same bytes (``vs
-aiokafka``, by wall and by CPU time; the goal for ``lso`` is <= 1.0) and of each kafkatx command
-to ``lso`` (goal <= 2.0 for the others). Not a test; figures go to benchmarks/README.md.
+aiokafka``, by wall and by CPU time; the goal for ``lso`` is <= 1.0), of each kafkatx command's
+CPU time to ``lso``'s (goal <= 2.0 for the others) and each process's peak RSS (the segment's
+pages read through an mmap count too). kafkatx's sources are byte-compiled first, as an
+install leaves them. Not a test; figures go to benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,23 +74,37 @@ def peer_walk(reader: str, path: str) -> int:
     return _read_batches(MemoryRecords(data))
 
 
-def run(cmd: list[str], repeat: int, kafkatx_root: Path = ROOT) -> tuple[float, float]:
-    """Best wall seconds and best CPU seconds (user + system) of ``repeat`` runs."""
+def run(cmd: list[str], repeat: int, kafkatx_root: Path = ROOT) -> tuple[float, float, int]:
+    """Best wall seconds, best CPU seconds (user + system) and the largest peak RSS (bytes)
+    of ``repeat`` runs."""
     best_wall = best_cpu = float("inf")
+    peak = 0
     env = {**os.environ, "PYTHONPATH": str(kafkatx_root)}
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        # cwd: ``python -m`` puts the working directory first on sys.path.
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, env=env, cwd=kafkatx_root, check=False)
-        elapsed = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if proc.returncode not in (0, 1):  # verify exits 1 on error findings
-            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        best_wall, best_cpu = min(best_wall, elapsed), min(best_cpu, cpu)
-    return best_wall, best_cpu
+        with tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            # cwd: ``python -m`` puts the working directory first on sys.path.
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                    cwd=kafkatx_root)
+            _, status, usage = os.wait4(proc.pid, 0)
+            elapsed = time.perf_counter() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode not in (0, 1):  # verify exits 1 on error findings
+                err.seek(0)
+                raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                                 f"{err.read().decode(errors='replace')}")
+        best_wall = min(best_wall, elapsed)
+        best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
+        peak = max(peak, usage.ru_maxrss * 1024)  # Linux: kilobytes
+    return best_wall, best_cpu, peak
+
+
+def compile_sources(kafkatx_root: Path) -> None:
+    """Byte-compile the checkout once, as ``pip install`` does for an installed package (the
+    peers run from site-packages with their .pyc files; PYTHONDONTWRITEBYTECODE would otherwise
+    make every kafkatx run compile its modules again)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(kafkatx_root / "kafkatx")],
+                   check=True)
 
 
 def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
@@ -97,10 +113,11 @@ def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
     log = root / f"{TOPIC}-0" / "00000000000000000000.log"
     size = log.stat().st_size
     rows = shape.batches + shape.batches // shape.txn_batches
-    times: dict[str, tuple[float, float]] = {}
+    times: dict[str, tuple[float, float, int]] = {}
     for peer in PEERS:
         times[peer] = run([sys.executable, str(HERE / "analysis.py"), "--peer", peer, str(log)],
                           repeat)
+    compile_sources(kafkatx_root)
     for command in commands:
         times[f"kafkatx {command}"] = run(
             [sys.executable, "-m", "kafkatx", *COMMANDS[command], str(root)], repeat,
@@ -108,13 +125,14 @@ def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
     lines = [f"\n{name}: {rows:,} batches of {size / rows:.0f} bytes, {size / 2**20:.1f} MiB, "
              f"{shape.producers} producer(s), COMMIT every {shape.txn_batches} batches",
              f"{'run':<20}{'wall s':>8}{'cpu s':>8}{'batches/s':>12}{'vs aiokafka':>13}"
-             f"{'cpu vs aiokafka':>17}{'vs lso':>8}"]
-    aio_wall, aio_cpu = times["aiokafka C"]
+             f"{'cpu vs aiokafka':>17}{'cpu vs lso':>12}{'peak RSS MB':>13}"]
+    aio_wall, aio_cpu, _ = times["aiokafka C"]
     lso = times.get("kafkatx lso")
-    for run_name, (wall, cpu) in times.items():
-        vs_lso = (f"{wall / lso[0]:.2f}x" if lso and run_name.startswith("kafkatx") else "")
+    for run_name, (wall, cpu, peak) in times.items():
+        vs_lso = (f"{cpu / lso[1]:.2f}x" if lso and run_name.startswith("kafkatx") else "")
         lines.append(f"{run_name:<20}{wall:>8.2f}{cpu:>8.2f}{rows / wall:>12,.0f}"
-                     f"{wall / aio_wall:>12.2f}x{cpu / aio_cpu:>16.2f}x{vs_lso:>8}")
+                     f"{wall / aio_wall:>12.2f}x{cpu / aio_cpu:>16.2f}x{vs_lso:>12}"
+                     f"{peak / 2**20:>13,.0f}")
     return lines
 
 

@@ -12,28 +12,32 @@ bounded by one segment's header columns plus one batch's records plus the aborte
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.replay import PartitionReplayer, ReplayResult
 from kafkatx.errors import FormatError, KafkatxError
-from kafkatx.formats.record_batch import (
-    ControlType,
-    Record,
-    iter_records,
-    parse_header,
-    render_bytes,
-)
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.record_batch import ControlType, Record, render_bytes
+from kafkatx.formats.record_decode import read_records_at
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
 from kafkatx.semantics.read_committed import (
+    CODE_ABORTED,
+    CODE_CONTROL,
+    CODE_DELIVER,
+    DECISIONS,
     AbortedTransaction,
     Decision,
     IsolationLevel,
     ReadCommittedFilter,
     collect_aborted_transactions,
+    decide_batches,
     max_fetch_offset,
 )
 from kafkatx.storage.discovery import PartitionDir
@@ -269,13 +273,19 @@ def replay_records(
     to_offset: int | None = None,
     show_hidden: bool = False,
     on_problem: Callable[[str], None] | None = None,
+    only_hidden: bool = False,
 ) -> Iterator[ReplayedRecord]:
-    """The consumer's fetches, segment by segment, as records with their visibility."""
+    """The consumer's fetches, segment by segment, as records with their visibility.
+
+    ``only_hidden`` (with ``show_hidden``): only the records the consumer does not receive
+    (aborted, beyond the LSO or the HW); the batches it receives are not decoded at all.
+    """
     start, fetches = segment_fetches(pdir, view, from_offset=from_offset)
     bases = [s.base_offset for s in pdir.segments if s.log is not None]
     for fetch in fetches:
         stopped = yield from replay_segment(fetch, view, bases, start=start, to_offset=to_offset,
-                                            show_hidden=show_hidden, on_problem=on_problem)
+                                            show_hidden=show_hidden, on_problem=on_problem,
+                                            only_hidden=only_hidden)
         if stopped:
             return
 
@@ -289,9 +299,14 @@ def replay_segment(
     to_offset: int | None = None,
     show_hidden: bool = False,
     on_problem: Callable[[str], None] | None = None,
+    only_hidden: bool = False,
 ) -> Generator[ReplayedRecord, None, bool]:
     """The records of one segment's fetches; returns True when the replay ends in it (the
-    consumer reached ``to_offset`` or the fetch bound), so later segments are not read."""
+    consumer reached ``to_offset`` or the fetch bound), so later segments are not read.
+
+    The client's batch decisions are taken for the whole segment at once over its header
+    columns (``decide_batches``); records are decoded only for the batches that yield them.
+    """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
     marker_of = {(e.producer_id, e.first_offset): e.last_offset for e in view.aborted}
@@ -307,42 +322,37 @@ def replay_segment(
     with open_bytes(log) as data:
         scan = scan_segment(data, path=str(log))
         h = scan.headers
-        for j in range(len(h)):
-            last = int(h.last_offset[j])
-            base = int(h.base_offset[j])
-            if last < fetch_offset or base >= view.log_end_offset:
+        base_all = h.base_offset
+        rows = np.flatnonzero((h.last_offset >= fetch_offset)
+                              & (base_all < view.log_end_offset))
+        base = base_all[rows]
+        beyond = base >= max_offset
+        # The consumer stops at the first batch past ``to_offset``, or past the fetch bound
+        # when hidden records are not shown.
+        stops = (base > to_offset) if to_offset is not None else np.zeros(len(rows), bool)
+        if not show_hidden:
+            stops |= beyond
+        stop = int(np.argmax(stops)) if stops.any() else len(rows)
+        rows, beyond = rows[:stop], beyond[:stop]
+        codes = np.full(len(rows), CODE_DELIVER, dtype=np.int8)
+        within = rows[~beyond]
+        codes[~beyond] = decide_batches(
+            flt, h.producer_id[within], h.is_transactional[within], h.is_control[within],
+            h.last_offset[within],
+            h.is_control[within] & (scan.control_type[within] == ControlType.ABORT))
+        shown = ~h.is_control[rows] & (codes != CODE_CONTROL)
+        if not show_hidden:
+            shown &= codes != CODE_ABORTED
+        if only_hidden:
+            shown &= beyond | (codes == CODE_ABORTED)
+        for j, decision, past in zip(rows[shown].tolist(), codes[shown].tolist(),
+                                     beyond[shown].tolist(), strict=True):
+            records = _batch_records(data, h, j, str(log), on_problem)
+            if records is None:
                 continue
-            if to_offset is not None and base > to_offset:
-                return True
-            magic = int(h.magic[j])
             pid = int(h.producer_id[j])
-            is_ctl = bool(h.is_control[j])
-            is_txn = bool(h.is_transactional[j])
-            beyond = base >= max_offset
-            if beyond and not show_hidden:
-                return True
-            decision = Decision.DELIVER
-            if not beyond:
-                decision = flt.decide(
-                    producer_id=pid, is_transactional=is_txn, is_control=is_ctl,
-                    last_offset=last,
-                    is_abort_marker=is_ctl and int(scan.control_type[j]) == ControlType.ABORT)
-            if is_ctl or decision == Decision.CONTROL:
-                continue
-            if decision == Decision.ABORTED and not show_hidden:
-                continue
-            if magic < 2:
-                records = _legacy_records(data, int(h.position[j]), str(log))
-            else:
-                try:
-                    header = parse_header(data, int(h.position[j]), path=str(log))
-                    records = list(iter_records(data, int(h.position[j]), header,
-                                                path=str(log)))
-                except FormatError as exc:
-                    if on_problem is not None:
-                        on_problem(str(exc))
-                    continue
             epoch = int(h.producer_epoch[j])
+            is_txn = bool(h.is_transactional[j])
             for rec in records:
                 if rec.offset < fetch_offset or rec.offset < start:
                     continue
@@ -350,11 +360,24 @@ def replay_segment(
                     return True
                 first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
                             default=None)
-                yield _classify(rec, pid, epoch, is_txn, decision, beyond, view,
+                yield _classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
                                 marker_of.get((pid, first if first is not None else -1)),
                                 first)
         del scan
-    return False
+    return stop < len(stops)
+
+
+def _batch_records(data: bytes | mmap.mmap, h: HeaderColumns, j: int, path: str,
+                   on_problem: Callable[[str], None] | None) -> list[Record] | None:
+    """The records of batch ``j`` (None: they do not decode; ``on_problem`` is told)."""
+    if int(h.magic[j]) < 2:
+        return _legacy_records(data, int(h.position[j]), path)
+    try:
+        return read_records_at(data, h, j, path=path)
+    except FormatError as exc:
+        if on_problem is not None:
+            on_problem(str(exc))
+        return None
 
 
 def _classify(rec: Record, pid: int, epoch: int, is_txn: bool, decision: Decision, beyond: bool,

@@ -44,6 +44,7 @@ from kafkatx.semantics.producer_state_columnar import (
 from kafkatx.storage.layout import CONSUMER_OFFSETS_TOPIC
 
 COMMITTED = "committed"
+RUN_ROWS = 1 << 20  # batches the columnar replay plans at once
 ABORTED = "aborted"
 OPEN = "open"
 
@@ -177,10 +178,13 @@ class PartitionReplayer:
         snapshot_offsets: Iterable[int] = (),
         topic: str | None = None,
         columnar: bool = True,
+        run_rows: int = RUN_ROWS,
     ) -> None:
         """``columnar``: replay the common case in bulk (:mod:`producer_state_columnar`);
-        False: every batch through the per-batch core (the reference; same results)."""
+        False: every batch through the per-batch core (the reference; same results).
+        ``run_rows``: the columnar path plans at most this many batches at a time."""
         self.columnar = columnar
+        self.run_rows = run_rows
         self.result = ReplayResult(state=state or ProducerStateManager())
         # Offset commits in __consumer_offsets are appended by the group coordinator (origin
         # COORDINATOR: epochs checked, sequences not, every batch at base sequence 0).
@@ -304,12 +308,16 @@ class PartitionReplayer:
         res.data_records += int(cols.records_count[~cols.is_control].sum())
         next_offset = cols.last_offset + 1
         start = 0
-        for row, offset in self._snapshot_cuts(next_offset):
-            self._run(cols, positions, scan.path, start, row + 1)
-            start = row + 1
-            self.result.snapshot_states[offset] = SnapshotCheckpoint(
-                offset=offset, entries=self.result.state.snapshot_entries())
-        self._run(cols, positions, scan.path, start, n)
+        cuts = [(row + 1, offset) for row, offset in self._snapshot_cuts(next_offset)]
+        for end, offset in [*cuts, (n, None)]:
+            # Runs of at most run_rows batches: the planning's temporaries stay bounded
+            # whatever the segment's size (a run continues the state the last one left).
+            for lo in range(start, end, self.run_rows):
+                self._run(cols, positions, scan.path, lo, min(lo + self.run_rows, end))
+            start = end
+            if offset is not None:
+                self.result.snapshot_states[offset] = SnapshotCheckpoint(
+                    offset=offset, entries=self.result.state.snapshot_entries())
         res.state.update_map_end_offset(int(next_offset[-1]))
         res.log_end_offset = int(next_offset[-1])
 
@@ -510,9 +518,6 @@ class PartitionReplayer:
         kinds = plan.event_keys & 3
         rows = plan.event_keys >> 2
         refs = plan.event_refs
-        for g in refs[kinds == EVENT_NEW_PRODUCER].tolist():
-            pid = int(plan.producer_id[g])
-            psm.producers[pid] = ProducerStateEntry(pid)
         # Every transaction that may be ongoing during the run, in start order: those the
         # state holds (started before the run), then the run's own.
         before = list(psm.ongoing_txns.values())
@@ -523,18 +528,28 @@ class PartitionReplayer:
         t = len(plan.txn_first_offset)
         order_of_txn = np.full(t, -1, dtype=np.int64)  # txn ref -> start-order index
         order_of_txn[start_refs] = n_before + np.arange(len(start_refs))
-        first_offsets = np.concatenate((np.array([x.first_offset for x in before], dtype=np.int64),
-                                        plan.txn_first_offset[start_refs]))
-        start_row = np.concatenate((np.full(n_before, -1, dtype=np.int64), rows[start_ev]))
-        end_row = np.full(len(first_offsets), np.iinfo(np.int64).max, dtype=np.int64)
-        before_index = {x.first_offset: i for i, x in enumerate(before)}
         marker_refs = refs[marker_ev]
         marker_rows = rows[marker_ev]
         closing = order_of_txn[marker_refs]
         cont = closing < 0  # closes a transaction that began before the run
         if cont.any():
-            closing[cont] = [before_index[f] for f in
-                             plan.txn_first_offset[marker_refs[cont]].tolist()]
+            # Each must be the marker's producer's entry in the state: after offsets went
+            # back, another producer's transaction may hold its first offset
+            # (``ProducerStateManager#completeTxn`` would refuse): the event path handles that.
+            before_index = {(x.first_offset, x.producer_id): i for i, x in enumerate(before)}
+            found = [before_index.get(key) for key in zip(
+                plan.txn_first_offset[marker_refs[cont]].tolist(),
+                plan.producer_id[plan.txn_producer[marker_refs[cont]]].tolist(), strict=True)]
+            if None in found:
+                return False
+            closing[cont] = found
+        for g in refs[kinds == EVENT_NEW_PRODUCER].tolist():
+            pid = int(plan.producer_id[g])
+            psm.producers[pid] = ProducerStateEntry(pid)
+        first_offsets = np.concatenate((np.array([x.first_offset for x in before], dtype=np.int64),
+                                        plan.txn_first_offset[start_refs]))
+        start_row = np.concatenate((np.full(n_before, -1, dtype=np.int64), rows[start_ev]))
+        end_row = np.full(len(first_offsets), np.iinfo(np.int64).max, dtype=np.int64)
         end_row[closing] = marker_rows
         # The earliest-started transaction not ended by row m: the first j with end > m.
         reach = np.maximum.accumulate(end_row) if len(end_row) else end_row

@@ -93,7 +93,9 @@ def replay_command(
         problems: list[str] = []
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                                       show_hidden=show_hidden or diff,
-                                      on_problem=problems.append)
+                                      on_problem=problems.append,
+                                      # --output keeps every record: decode them all then
+                                      only_hidden=diff and engine.output is None)
         _render(out.tee(items), diff=diff, fmt=fmt, records=records)
     if out.written:
         err.print(f"wrote {out.written}", markup=False)

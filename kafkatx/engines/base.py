@@ -75,8 +75,8 @@ class Engine(Protocol):
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
-                       on_problem: Callable[[str], None] | None = None
-                       ) -> Iterator[ReplayedRecord]:
+                       on_problem: Callable[[str], None] | None = None,
+                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
         """The consumer's fetches (see ``consumer_view.replay_records``)."""
         ...
 

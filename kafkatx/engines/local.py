@@ -453,12 +453,13 @@ class LocalEngine:
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
-                       on_problem: Callable[[str], None] | None = None
-                       ) -> Iterator[ReplayedRecord]:
+                       on_problem: Callable[[str], None] | None = None,
+                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
         from kafkatx.analysis.consumer_view import replay_records
 
         return replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
-                              show_hidden=show_hidden, on_problem=on_problem)
+                              show_hidden=show_hidden, on_problem=on_problem,
+                              only_hidden=only_hidden)
 
     def write_tables(self, target: str, tables: dict[str, Any]) -> list[str]:
         from kafkatx.engines.tables import write_local

@@ -375,8 +375,8 @@ class SparkEngine:
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
-                       on_problem: Callable[[str], None] | None = None
-                       ) -> Iterator[ReplayedRecord]:
+                       on_problem: Callable[[str], None] | None = None,
+                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
         """Each segment's records decoded in its own task; streamed back in order."""
         start, fetches = segment_fetches(pdir, view, from_offset=from_offset)
         if not fetches:
@@ -384,7 +384,8 @@ class SparkEngine:
         import pyarrow as pa
 
         bases = [s.base_offset for s in pdir.segments if s.log is not None]
-        kwargs = {"start": start, "to_offset": to_offset, "show_hidden": show_hidden}
+        kwargs = {"start": start, "to_offset": to_offset, "show_hidden": show_hidden,
+                  "only_hidden": only_hidden}
         tasks = pa.table({
             "seq": pa.array(range(len(fetches)), pa.int32()),
             "task": pa.array([pickle.dumps((f, view, bases, kwargs)) for f in fetches],

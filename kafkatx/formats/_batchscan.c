@@ -32,6 +32,19 @@
  *   stop_position is `pos`, the first byte not consumed. The GIL is released during the walk.
  *
  *   _crc32c(data, force_table=False) -> int: CRC-32C of data (for tests and benchmarks).
+ *
+ *   decode_records(data, count, base_offset, base_timestamp, max_timestamp, log_append_time)
+ *       -> list of (offset, timestamp, key, value, headers, attributes, start) | None
+ *
+ *   The `count` records of a v2 batch's (decompressed) records section, DefaultRecord#readFrom
+ *   for each: length varint, attributes int8, timestamp delta varlong, offset delta varint,
+ *   key and value (varint length, -1 = null), headers (varint count; UTF-8 key, nullable
+ *   value). `start` is where the record's length varint begins in `data`. Returns None for
+ *   anything the exact reader (kafkatx.formats.record_batch.iter_records, construct) would
+ *   reject or compute differently -- a malformed varint, a length or count out of range, a
+ *   field running past its record, bytes left over in a record or after the last one, a header
+ *   key that is not UTF-8, an offset or timestamp outside int64 -- so the caller hands the
+ *   batch to that reader, which reports it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -409,6 +422,191 @@ static PyObject *crc32c_py(PyObject *self, PyObject *args, PyObject *kwargs)
     return PyLong_FromUnsignedLong(crc);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Records of a v2 batch (DefaultRecord). Every reader below returns 0 on success and -1 when
+ * the bytes are not what the exact reader accepts with the same value (the caller then hands
+ * the batch to it).
+ */
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} cursor_t;
+
+/* ByteUtils.readUnsignedVarint/Varlong: at most max_bytes bytes; values above 2^64 - 1 (only
+ * possible with 10 bytes) are left to the exact reader, which keeps Python's big integers. */
+static inline int read_uvar(cursor_t *c, int max_bytes, uint64_t *out)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (c->p >= c->end)
+            return -1;
+        uint8_t b = *c->p++;
+        if (i == 9 && (b & 0x7F) > 1)
+            return -1;
+        value |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline int read_zigzag(cursor_t *c, int max_bytes, int64_t *out)
+{
+    uint64_t u;
+    if (read_uvar(c, max_bytes, &u) < 0)
+        return -1;
+    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return 0;
+}
+
+/* VarIntNullableBytes: -1 is null (Py_None), other negative lengths are malformed. */
+static PyObject *read_nullable_bytes(cursor_t *c, int *failed)
+{
+    int64_t n;
+    if (read_zigzag(c, 5, &n) < 0 || n < -1 || n > c->end - c->p) {
+        *failed = 1;
+        return NULL;
+    }
+    if (n == -1)
+        Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize((const char *)c->p, (Py_ssize_t)n);
+    c->p += n;
+    return out;
+}
+
+/* The headers array: varint count (>= 0), then (UTF-8 key, nullable value) pairs. */
+static PyObject *read_headers(cursor_t *c, int *failed)
+{
+    int64_t n;
+    if (read_zigzag(c, 5, &n) < 0 || n < 0 || n > c->end - c->p) {
+        *failed = 1;
+        return NULL;
+    }
+    PyObject *headers = PyTuple_New((Py_ssize_t)n);
+    if (headers == NULL)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t klen;
+        if (read_zigzag(c, 5, &klen) < 0 || klen < 0 || klen > c->end - c->p) {
+            *failed = 1;
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)c->p, (Py_ssize_t)klen, "strict");
+        if (key == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                *failed = 1;
+            }
+            Py_DECREF(headers);
+            return NULL;
+        }
+        c->p += klen;
+        PyObject *value = read_nullable_bytes(c, failed);
+        if (value == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(headers, (Py_ssize_t)i, pair);
+    }
+    return headers;
+}
+
+/* One record; NULL with *failed = 1 when it is not the exact reader's, NULL alone on a Python
+ * error. */
+static PyObject *read_record(cursor_t *c, const uint8_t *data, long long base_offset,
+                             long long base_timestamp, long long max_timestamp, int log_append,
+                             int *failed)
+{
+    const uint8_t *start = c->p;
+    int64_t length;
+    if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p) {
+        *failed = 1;
+        return NULL;
+    }
+    cursor_t body = {c->p, c->p + length};
+    c->p += length;
+    if (body.p >= body.end) {
+        *failed = 1;
+        return NULL;
+    }
+    int attributes = (int8_t)*body.p++;
+    int64_t timestamp_delta, offset_delta;
+    if (read_zigzag(&body, 10, &timestamp_delta) < 0 || read_zigzag(&body, 5, &offset_delta) < 0) {
+        *failed = 1;
+        return NULL;
+    }
+    long long offset, timestamp = max_timestamp;
+    if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset) ||
+        (!log_append &&
+         __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp))) {
+        *failed = 1;
+        return NULL;
+    }
+    PyObject *key = read_nullable_bytes(&body, failed);
+    if (key == NULL)
+        return NULL;
+    PyObject *value = read_nullable_bytes(&body, failed);
+    if (value == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject *headers = read_headers(&body, failed);
+    if (headers == NULL || body.p != body.end) {
+        if (headers != NULL)
+            *failed = 1;
+        Py_XDECREF(headers);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        return NULL;
+    }
+    return Py_BuildValue("(LLNNNin)", offset, timestamp, key, value, headers, attributes,
+                         (Py_ssize_t)(start - data));
+}
+
+static PyObject *decode_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, max_timestamp;
+    int log_append;
+    if (!PyArg_ParseTuple(args, "y*nLLLp", &view, &count, &base_offset, &base_timestamp,
+                          &max_timestamp, &log_append))
+        return NULL;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    cursor_t c = {data, data + view.len};
+    PyObject *out = PyList_New(0);
+    int failed = 0;
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *rec = read_record(&c, data, base_offset, base_timestamp, max_timestamp,
+                                    log_append, &failed);
+        if (rec == NULL || PyList_Append(out, rec) < 0) {
+            Py_XDECREF(rec);
+            Py_CLEAR(out);
+        } else {
+            Py_DECREF(rec);
+        }
+    }
+    if (out != NULL && c.p != c.end)
+        failed = 1;
+    PyBuffer_Release(&view);
+    if (failed) {
+        Py_XDECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan_v2", scan_v2, METH_VARARGS,
      "scan_v2(buf, start, end, capacity, out_position, out_base_offset, out_batch_length, "
@@ -418,6 +616,10 @@ static PyMethodDef methods[] = {
      "Decode consecutive RecordBatch v2 headers into the out buffers (see module source)."},
     {"_crc32c", (PyCFunction)(void (*)(void))crc32c_py, METH_VARARGS | METH_KEYWORDS,
      "_crc32c(data, force_table=False) -> int: CRC-32C (Castagnoli) of data."},
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(data, count, base_offset, base_timestamp, max_timestamp, "
+     "log_append_time) -> list of (offset, timestamp, key, value, headers, attributes, start) "
+     "or None (see module source)."},
     {NULL, NULL, 0, NULL},
 };
 

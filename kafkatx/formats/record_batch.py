@@ -355,16 +355,23 @@ def parse_batch(
                        records=records, path=path)
 
 
-def _records_payload(
+def records_payload(
     buf: bytes | memoryview, pos: int, header: RecordBatchHeader, path: str | None
 ) -> tuple[bytes, int]:
     """Return the (decompressed) records bytes and the file position of the payload."""
+    return payload_at(buf, pos, header.size, header.compression_id, path)
+
+
+def payload_at(buf: bytes | memoryview, pos: int, size: int, compression_id: int,
+               path: str | None) -> tuple[bytes, int]:
+    """The (decompressed) records section of the ``size``-byte batch at ``pos``, and the file
+    position where it starts."""
     start = pos + HEADER_SIZE
-    payload = bytes(buf[start : pos + header.size])
-    if header.compression_id == 0:
+    payload = bytes(buf[start : pos + size])
+    if compression_id == 0:
         return payload, start
     try:
-        return compression.decompress(header.compression_id, payload, magic=MAGIC_V2), start
+        return compression.decompress(compression_id, payload, magic=MAGIC_V2), start
     except FormatError as exc:
         raise exc.located(path, start) if exc.path is None else exc from None
 
@@ -373,7 +380,7 @@ def iter_records(
     buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *, path: str | None = None
 ) -> Iterator[Record]:
     """Decode the records of the batch at ``pos`` (DefaultRecord#readFrom for each)."""
-    data, payload_pos = _records_payload(buf, pos, header, path)
+    data, payload_pos = records_payload(buf, pos, header, path)
     compressed = header.compression_id != 0
     log_append = bool(header.attributes & TIMESTAMP_TYPE_MASK)
     cursor = 0
@@ -428,7 +435,7 @@ def iter_key_values(
     ``DefaultRecord#readFrom`` walked directly (headers skipped), for the coordinators' loads,
     which read every record of their partitions. Raises ``FormatError`` where
     :func:`iter_records` would (a test proves both agree)."""
-    data, payload_pos = _records_payload(buf, pos, header, path)
+    data, payload_pos = records_payload(buf, pos, header, path)
     end = len(data)
     base = header.base_offset
     cursor = 0

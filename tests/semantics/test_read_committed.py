@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.read_committed import (
+    DECISIONS,
     AbortedTransaction,
     Decision,
     IsolationLevel,
     ReadCommittedFilter,
     collect_aborted_transactions,
     collect_aborted_txns,
+    decide_batches,
     max_fetch_offset,
 )
 
@@ -147,3 +150,43 @@ def test_filter_matches_the_per_transaction_model(history: tuple[list[B], dict[i
     batches, outcome = history
     expected = sorted(o for o, committed in outcome.items() if committed)
     assert visible(batches, aborted_list(batches)) == expected
+
+
+@st.composite
+def shuffled_histories(draw: st.DrawFn) -> tuple[list[B], list[AbortedTransaction]]:
+    """A history with some batches moved (offsets going back), producer-less batches, and an
+    aborted list that may name producers and offsets the batches do not show."""
+    batches, _ = draw(histories())
+    for _ in range(draw(st.integers(0, 3))):
+        if len(batches) > 1:
+            i, j = draw(st.integers(0, len(batches) - 1)), draw(st.integers(0, len(batches) - 1))
+            batches.insert(j, batches.pop(i))
+    if draw(st.booleans()):
+        batches.insert(draw(st.integers(0, len(batches))), B(-1, 0, 0, txn=False))
+    aborted = aborted_list(batches)
+    aborted += draw(st.lists(st.builds(AbortedTransaction, st.integers(0, 120),
+                                       st.integers(1, 5)), max_size=3))
+    return batches, aborted
+
+
+@settings(max_examples=400, deadline=None)
+@given(shuffled_histories(), st.sampled_from(list(IsolationLevel)))
+def test_decide_batches_equals_decide_batch_by_batch(
+        case: tuple[list[B], list[AbortedTransaction]], isolation: IsolationLevel) -> None:
+    """``CompletedFetch#nextFetchedRecord``'s decisions over a whole run at once: the same
+    decision per batch and the same filter state after it as ``decide`` batch by batch."""
+    batches, aborted = case
+    one_by_one = ReadCommittedFilter(aborted, isolation)
+    expected = [one_by_one.decide(producer_id=b.pid, is_transactional=b.txn,
+                                  is_control=b.marker is not None, last_offset=b.last,
+                                  is_abort_marker=b.marker == "ABORT") for b in batches]
+    at_once = ReadCommittedFilter(aborted, isolation)
+    codes = decide_batches(
+        at_once, np.array([b.pid for b in batches], dtype=np.int64),
+        np.array([b.txn for b in batches], dtype=bool),
+        np.array([b.marker is not None for b in batches], dtype=bool),
+        np.array([b.last for b in batches], dtype=np.int64),
+        np.array([b.marker == "ABORT" for b in batches], dtype=bool))
+    assert [DECISIONS[c] for c in codes.tolist()] == expected
+    assert at_once.aborted_producer_ids == one_by_one.aborted_producer_ids
+    assert sorted(at_once.queue) == sorted(one_by_one.queue)
