@@ -121,7 +121,17 @@ def prepare(
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan it here);
     ``log_start_offset`` is the checkpointed one (the first segment's base offset is the floor).
     """
-    scan_of = _scan if scan is None else scan
+    read_scan = _scan if scan is None else scan
+    # The segment scanned last, kept: the load below reads the log's tail again right after
+    # the replay (one scan's columns held at a time).
+    last: dict[Path, SegmentScan] = {}
+
+    def scan_of(path: Path) -> SegmentScan:
+        if path not in last:
+            last.clear()
+            last[path] = read_scan(path)
+        return last[path]
+
     replayer = PartitionReplayer()
     notes: list[str] = []
     end_cut = as_of_offset
@@ -136,8 +146,8 @@ def prepare(
             scan = scan_of(seg.log)
             yield scan if end_cut is None else _truncate_scan(scan, end_cut)
 
-    for scan in scans():
-        replayer.feed(scan)
+    for segment_scan in scans():
+        replayer.feed(segment_scan)
     replay: ReplayResult = replayer.result
     leo = replay.log_end_offset
     if as_of_offset is not None and leo != as_of_offset:
@@ -157,6 +167,7 @@ def prepare(
     log_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
     loaded = load_partition(replay, read_snapshots(pdir.snapshots), scans,
                             log_start_offset=log_start, log_end_offset=leo, high_watermark=hw)
+    last.clear()
     stable = loaded.stable
     hw = leo if stable.high_watermark is None else stable.high_watermark
     rebuilt = [AbortedTxnEntry(producer_id=a.producer_id, first_offset=a.first_offset,

@@ -44,7 +44,7 @@ from kafkatx.semantics.producer_state_columnar import (
 from kafkatx.storage.layout import CONSUMER_OFFSETS_TOPIC
 
 COMMITTED = "committed"
-RUN_ROWS = 1 << 20  # batches the columnar replay plans at once
+RUN_ROWS = 1 << 18  # batches the columnar replay plans at once
 ABORTED = "aborted"
 OPEN = "open"
 

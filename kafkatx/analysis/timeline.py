@@ -479,18 +479,31 @@ class TransactionJoin:
 
     # -- the join of one partition ---------------------------------------------------------------
 
-    def join_partition(self, ev: PartitionEvidence) -> PartitionJoin:
+    def join_partition(self, ev: PartitionEvidence, *,
+                       named: set[tuple[int, int]] | None = None) -> PartitionJoin:
         """Match one partition's transactions and markers with the coordinator's.
 
         Linear in the partition's transactions and markers plus the coordinator transactions
         that list it (every lookup is by producer id, offset or identity).
+
+        ``named`` (a join without a timeline): only transactions with something to say get a
+        verdict -- open ones, those named by a finding ((producer id, first offset)), and those
+        of producers the coordinator's records list here or fenced. Every other one would be
+        closed with no coordinator transaction, no fence and no finding (``_verdict``).
         """
         tp = (ev.topic, ev.partition)
         st = _PartitionState(ev, self.by_partition.get(tp, []))
         out = PartitionJoin(topic=ev.topic, partition=ev.partition)
         for pid, txns in st.relevant.items():
             self._claim(txns, st.markers.get(pid, []), st)
-        for txn in sorted(ev.transactions, key=lambda t: t.first_offset):
+        transactions = ev.transactions
+        if named is not None:
+            transactions = [t for t in transactions
+                            if t.outcome == OPEN or t.producer_id in st.relevant
+                            or t.producer_id in self.fences
+                            or (t.producer_id, t.first_offset) in named
+                            or (t.marker_offset is not None and t.marker_offset in st.claimed)]
+        for txn in sorted(transactions, key=lambda t: t.first_offset):
             verdict = self._verdict(ev, txn, st)
             if verdict.coordinator is not None:
                 st.verdict_of.setdefault(id(verdict.coordinator), verdict)
@@ -888,8 +901,11 @@ class Timeline:
                 "num_partitions": self.num_partitions}
 
 
+_ENTRY_STATUS = {HANGING: "hanging", PENDING: "open", UNKNOWN: "open", CLOSED: ""}
+
+
 def _entry_of(v: DataVerdict) -> PartitionEntry:
-    status = {HANGING: "hanging", PENDING: "open", UNKNOWN: "open", CLOSED: ""}.get(v.status)
+    status = _ENTRY_STATUS.get(v.status)
     if v.status == ORPHAN:
         status = "hanging" if v.certain else "open"
     e = PartitionEntry(topic=v.topic, partition=v.partition, status=status or "open",
@@ -986,30 +1002,39 @@ class TimelineBuilder:
         """Data transactions no coordinator record matched, grouped across partitions by
         producer id, epoch and overlapping time."""
         groups: dict[tuple[str | None, int, int], list[list[DataVerdict]]] = {}
+        # Per group, its last run's end (the latest ``_verdict_end``) and partitions.
+        last_run: dict[tuple[str | None, int, int], tuple[int, set[TopicPartition]]] = {}
         for v in sorted(self.unmatched, key=lambda v: (v.txn.first_timestamp, v.topic,
                                                         v.partition, v.txn.first_offset)):
             key = (v.transactional_id, v.txn.producer_id, v.txn.producer_epoch)
             runs = groups.setdefault(key, [])
-            if runs and v.txn.first_timestamp <= _run_end(runs[-1]) + SKEW_MS and not any(
-                    x.tp == v.tp for x in runs[-1]):
+            last = last_run.get(key)
+            tp, end = v.tp, _verdict_end(v)
+            if (last is not None and v.txn.first_timestamp <= last[0] + SKEW_MS
+                    and tp not in last[1]):
                 runs[-1].append(v)
+                last[1].add(tp)
+                last_run[key] = (max(last[0], end), last[1])
             else:
                 runs.append([v])
+                last_run[key] = (end, {tp})
         return [self._data_row(run) for runs in groups.values() for run in runs]
 
     def _data_row(self, run: list[DataVerdict]) -> TimelineTransaction:
         first = run[0]
-        entries = [_entry_of(v) for v in sorted(run, key=lambda v: v.tp)]
+        # Most runs are one partition's transaction: no sorting or folding for those.
+        entries = ([_entry_of(first)] if len(run) == 1
+                   else [_entry_of(v) for v in sorted(run, key=lambda v: v.tp)])
         statuses = {e.status for e in entries}
         if "hanging" in statuses:
             outcome = "hanging"
-        elif statuses & {"open"}:
+        elif "open" in statuses:
             outcome = "open"
         else:
-            outcome = "committed" if all(e.status == COMMITTED for e in entries) else "aborted"
+            outcome = "committed" if statuses == {COMMITTED} else "aborted"
         end = None
         if outcome in ("committed", "aborted"):
-            end = max(e.marker_timestamp_ms or 0 for e in entries)
+            end = max([e.marker_timestamp_ms or 0 for e in entries])
         tid = first.transactional_id
         missing: list[str] = []
         view = self.join.view
@@ -1035,16 +1060,19 @@ class TimelineBuilder:
                                f"with producer {first.txn.producer_id} epoch "
                                f"{first.txn.producer_epoch} at that time")
         findings = [f for v in run for f in v.findings]
+        marker_epoch = None
+        for e in entries:
+            if e.marker_producer_epoch is not None:
+                marker_epoch = e.marker_producer_epoch
+                break
         return TimelineTransaction(
             transactional_id=tid, producer_id=first.txn.producer_id,
             producer_epoch=first.txn.producer_epoch, outcome=outcome,
-            start_timestamp_ms=min(v.txn.first_timestamp for v in run), end_timestamp_ms=end,
-            partitions=entries, findings=list(dict.fromkeys(findings)), missing=missing,
-            coordinator_partition=None if tid is None or view is None
+            start_timestamp_ms=min([v.txn.first_timestamp for v in run]), end_timestamp_ms=end,
+            partitions=entries, findings=list(dict.fromkeys(findings)) if findings else [],
+            missing=missing, coordinator_partition=None if tid is None or view is None
             else view.histories[tid].coordinator_partition if tid in view.histories else None,
-            marker_producer_epoch=next((e.marker_producer_epoch for e in entries
-                                        if e.marker_producer_epoch is not None), None),
-            decision=None)
+            marker_producer_epoch=marker_epoch, decision=None)
 
     def _notes(self, rows: list[TimelineTransaction]) -> list[str]:
         view = self.join.view
@@ -1078,7 +1106,9 @@ class TimelineBuilder:
         return notes
 
 
-def _run_end(run: list[DataVerdict]) -> int:
-    ends = [v.txn.marker_timestamp if v.txn.marker_timestamp is not None
-            else (v.txn.last_timestamp if v.txn.outcome != OPEN else 1 << 62) for v in run]
-    return max(ends)
+def _verdict_end(v: DataVerdict) -> int:
+    """When a data transaction ended: its marker, its last write, or never (open)."""
+    t = v.txn
+    if t.marker_timestamp is not None:
+        return t.marker_timestamp
+    return t.last_timestamp if t.outcome != OPEN else 1 << 62

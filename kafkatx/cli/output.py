@@ -36,9 +36,11 @@ class JsonWriter:
         self.out = out
         self.array = array
         self.first = True
+        # One encoder for every item (json.dumps with options builds one per call).
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def write(self, item: dict[str, Any]) -> None:
-        text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+        text = self._encode(item)
         if self.array:
             self.out.write(("[\n" if self.first else ",\n") + text)
         else:

@@ -20,14 +20,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
 from kafkatx.analysis.timeline import Selection
 from kafkatx.engines.local import AnalysisOptions, Inspection, Progress
 from kafkatx.errors import KafkatxError
-from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import PartitionDir
+
+if TYPE_CHECKING:  # the replay's types: imported by the commands that replay
+    from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
+    from kafkatx.semantics.read_committed import IsolationLevel
 
 LOCAL = "local"
 SPARK = "spark"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, ClassVar
 
@@ -125,6 +126,10 @@ class HeaderColumns:
     base_sequence: npt.NDArray[np.int32]
     records_count: npt.NDArray[np.int32]
     crc_valid: npt.NDArray[np.bool_]
+    # Derived columns computed once (read-only like the others): the analysis reads some of
+    # them several times per segment.
+    _derived: dict[str, npt.NDArray[Any]] = field(default_factory=dict, init=False,
+                                                  repr=False)
 
     COLUMNS: ClassVar[tuple[str, ...]] = (
         "position",
@@ -174,15 +179,24 @@ class HeaderColumns:
             **{name: np.concatenate([getattr(p, name) for p in parts]) for name in cls.COLUMNS}
         )
 
+    def _once(self, name: str, compute: Callable[[], npt.NDArray[Any]]) -> npt.NDArray[Any]:
+        values = self._derived.get(name)
+        if values is None:
+            values = compute()
+            values.flags.writeable = False
+            self._derived[name] = values
+        return values
+
     @property
     def last_offset(self) -> npt.NDArray[np.int64]:
         """``DefaultRecordBatch.lastOffset``: baseOffset + lastOffsetDelta."""
-        return self.base_offset + self.last_offset_delta.astype(np.int64)
+        return self._once("last_offset",
+                          lambda: self.base_offset + self.last_offset_delta.astype(np.int64))
 
     @property
     def size(self) -> npt.NDArray[np.int64]:
         """Total bytes of each batch (``sizeInBytes``): 12 + batchLength."""
-        return self.batch_length.astype(np.int64) + LOG_OVERHEAD
+        return self._once("size", lambda: self.batch_length.astype(np.int64) + LOG_OVERHEAD)
 
     @property
     def next_position(self) -> npt.NDArray[np.int64]:
@@ -200,11 +214,12 @@ class HeaderColumns:
 
     @property
     def is_transactional(self) -> npt.NDArray[np.bool_]:
-        return (self.attributes & TRANSACTIONAL_FLAG_MASK) != 0
+        return self._once("is_transactional",
+                          lambda: (self.attributes & TRANSACTIONAL_FLAG_MASK) != 0)
 
     @property
     def is_control(self) -> npt.NDArray[np.bool_]:
-        return (self.attributes & CONTROL_FLAG_MASK) != 0
+        return self._once("is_control", lambda: (self.attributes & CONTROL_FLAG_MASK) != 0)
 
     @property
     def has_delete_horizon(self) -> npt.NDArray[np.bool_]:
@@ -217,12 +232,22 @@ class HeaderColumns:
         Sequences wrap from INT32_MAX to 0 as in ``DefaultRecordBatch.incrementSequence``, with
         Java int overflow semantics for any input; -1 (NO_SEQUENCE) stays -1.
         """
+        return self._once("last_sequence", self._last_sequence)
+
+    def _last_sequence(self) -> npt.NDArray[np.int32]:
         seq = self.base_sequence.astype(np.int64)
         delta = self.last_offset_delta.astype(np.int64)
-        wraps = seq > _wrap_int32(INT32_MAX - delta)
-        result = _wrap_int32(np.where(wraps, delta - (INT32_MAX - seq) - 1, seq + delta))
-        result = np.where(seq == NO_SEQUENCE, NO_SEQUENCE, result)
-        return result.astype(np.int32)
+        if bool(((seq < NO_SEQUENCE) | (delta < 0)).any()):
+            # Garbage (never written by Kafka): Java's int arithmetic step by step.
+            wraps = seq > _wrap_int32(INT32_MAX - delta)
+            result = _wrap_int32(np.where(wraps, delta - (INT32_MAX - seq) - 1, seq + delta))
+            return np.where(seq == NO_SEQUENCE, NO_SEQUENCE, result).astype(np.int32)
+        # Sequences >= 0 (or -1) and deltas >= 0: seq + delta, minus 2^31 past INT32_MAX.
+        last = seq
+        last += delta
+        last[last > INT32_MAX] -= INT32_MAX + 1
+        last[self.base_sequence == NO_SEQUENCE] = NO_SEQUENCE
+        return last.astype(np.int32)
 
     def to_dict(self) -> dict[str, list[int] | list[bool]]:
         """Column name -> list of plain ints (bools for crc_valid)."""

@@ -123,10 +123,17 @@ class Scenario:
 
     def inspect(self, *, now: int | None = None, paths: list[Path] | None = None,
                 selection: Selection | None = None, **options: object) -> Inspection:
+        """The inspection with its timeline; its findings must be those of an inspection
+        without one (``TransactionJoin#join_partition`` then judges only the transactions
+        that can yield or amend a finding)."""
         self.build()
-        return inspect_paths(paths or [self.root], keep_timeline=True, selection=selection,
-                             options=AnalysisOptions(now_ms=None if now is None else T0 + now,
-                                                     **options))  # type: ignore[arg-type]
+        analysis = AnalysisOptions(now_ms=None if now is None else T0 + now,
+                                   **options)  # type: ignore[arg-type]
+        result = inspect_paths(paths or [self.root], keep_timeline=True, selection=selection,
+                               options=analysis)
+        plain = inspect_paths(paths or [self.root], options=analysis)
+        assert plain.findings == result.findings
+        return result
 
 
 @pytest.fixture

@@ -98,7 +98,10 @@ class CoordinatorChecks:
         now = self.now_ms if self.now_ms is not None else max(
             ctx.now_ms, self.view.newest_timestamp_ms if self.view is not None else -1)
         ev = evidence.partition_evidence(ctx, now_ms=now, max_timeout_ms=self.max_timeout_ms)
-        pj = self.join.join_partition(ev)
+        # Without a timeline, only the transactions that can yield or amend a finding.
+        pj = self.join.join_partition(ev, named=None if self.builder is not None else {
+            (f.producer_id, f.offset) for f in findings
+            if f.producer_id is not None and f.offset is not None})
         new: list[tuple[Finding, DataVerdict | None, CoordinatorTransaction | None]] = []
         for v in pj.verdicts:
             if v.status == HANGING:
