@@ -40,7 +40,7 @@ for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from txn_logdir import TOPIC, Shape, build  # noqa: E402
+from txn_logdir import DATA_DIR, TOPIC, Shape  # noqa: E402
 
 SMALL = {"records": 1, "value_size": 44, "batches": 2_000_000, "txn_batches": 50}  # ~128 B
 LARGE = {"records": 10, "value_size": 1000, "batches": 25_000, "txn_batches": 5}  # ~10 KB
@@ -107,9 +107,20 @@ def compile_sources(kafkatx_root: Path) -> None:
                    check=True)
 
 
+def build_in_child(shape: Shape) -> Path:
+    """The case's log dir, written by ``txn_logdir.py`` in a child process: built here, its
+    arrays would stay in this process's peak RSS, which every command started afterwards
+    inherits as its own (``ru_maxrss`` keeps the high-water mark across fork and exec)."""
+    subprocess.run([sys.executable, str(HERE / "txn_logdir.py"), "--batches", str(shape.batches),
+                    "--producers", str(shape.producers), "--txn-batches",
+                    str(shape.txn_batches), "--records", str(shape.records), "--value-size",
+                    str(shape.value_size)], check=True, stdout=subprocess.DEVNULL)
+    return DATA_DIR / shape.name
+
+
 def run_case(name: str, shape: Shape, commands: list[str], repeat: int,
              kafkatx_root: Path = ROOT) -> list[str]:
-    root = build(shape)
+    root = build_in_child(shape)
     log = root / f"{TOPIC}-0" / "00000000000000000000.log"
     size = log.stat().st_size
     rows = shape.batches + shape.batches // shape.txn_batches
