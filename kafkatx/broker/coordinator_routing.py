@@ -4,7 +4,9 @@ Mirrors the NOT_COORDINATOR answers of ``GroupCoordinator`` (``isCoordinatorForG
 ``TransactionStateManager#getTransactionState`` (the id's partition is not led here): a client
 sent to the wrong broker looks the coordinator up again with FindCoordinator. Requests that name
 one id are checked here, before their handler; the single node of ``kafkatx serve``
-coordinates everything.
+coordinates everything. After the handler, the answer waits until the ISR has what the
+coordinator wrote (``TransactionStateManager#appendTransactionToLog`` and
+``GroupMetadataManager#storeGroup``/``storeOffsets`` append with acks=-1).
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.faults import reject_response
+from kafkatx.broker.log_manager import (
+    GROUP_METADATA_TOPIC,
+    INTERNAL_PARTITIONS,
+    TRANSACTION_STATE_TOPIC,
+)
+from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
     from kafkatx.broker.server import Broker, RequestContext
@@ -25,6 +33,7 @@ GROUP_APIS = {8: "group_id", 9: "group_id", 11: "group_id", 12: "group_id", 13: 
 TRANSACTION_APIS = {22: "transactional_id", 24: "transactional_id", 25: "transactional_id",
                     26: "transactional_id"}
 OFFSET_FETCH = 9
+COORDINATOR_WRITE_TIMEOUT_S = 5.0  # how long an answer waits for the ISR to have the records
 
 
 def not_coordinator_response(broker: Broker, ctx: RequestContext, request: Any) -> Any | None:
@@ -46,3 +55,31 @@ def not_coordinator_response(broker: Broker, ctx: RequestContext, request: Any) 
     else:
         return None
     return reject_response(ctx, request, ErrorCode.not_coordinator)
+
+
+async def await_coordinator_replication(broker: Broker, ctx: RequestContext,
+                                        request: Any) -> None:
+    """Hold the answer to a group or transaction request of a ``--brokers N`` serve until the
+    coordinator partition's high watermark reaches its log end (``DelayedProduce`` of the
+    coordinator's acks=-1 append), at most ``COORDINATOR_WRITE_TIMEOUT_S``. Unlike Kafka, the
+    coordinator's state already moved on when its record reached the leader's log; a record
+    the ISR has not taken in time is logged and the answer sent anyway."""
+    if broker.cluster is None:
+        return
+    key = ctx.api_key
+    if key in GROUP_APIS:
+        topic, ident = GROUP_METADATA_TOPIC, getattr(request, GROUP_APIS[key], None)
+    elif key in TRANSACTION_APIS:
+        topic, ident = TRANSACTION_STATE_TOPIC, getattr(request, TRANSACTION_APIS[key], None)
+    else:
+        return
+    if not ident:
+        return
+    part = broker.replicas.leader_partition(topic, partition_for(ident, INTERNAL_PARTITIONS))
+    if part is None or part.log.high_watermark >= part.log.log_end_offset:
+        return
+    error = await broker.replicas.wait_for_replication(part, part.log.log_end_offset,
+                                                      COORDINATOR_WRITE_TIMEOUT_S)
+    if error != ErrorCode.none:
+        broker.warn(f"{part.log.name}: coordinator records not replicated to the ISR "
+                    f"({error.name}); answering anyway")

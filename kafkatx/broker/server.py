@@ -26,7 +26,10 @@ from rich.markup import escape
 
 from kafkatx.broker import protocol
 from kafkatx.broker.config import BrokerConfig
-from kafkatx.broker.coordinator_routing import not_coordinator_response
+from kafkatx.broker.coordinator_routing import (
+    await_coordinator_replication,
+    not_coordinator_response,
+)
 from kafkatx.broker.faults import Faults, reject_response
 from kafkatx.broker.group_coordinator import GroupCoordinator
 from kafkatx.broker.handlers import ApiHandler, load_handlers
@@ -422,6 +425,7 @@ class Broker:
             return protocol.encode_response_chunks(corr, refused), None
         try:
             response = await handler.handle(self, ctx, body)
+            await await_coordinator_replication(self, ctx, body)
         except asyncio.CancelledError:
             raise
         except protocol.CloseConnection as exc:

@@ -450,3 +450,35 @@ def test_slow_follower_leaves_the_isr_and_catches_up(tmp_path: Path) -> None:
         assert b"fast" in segment_bytes(cluster.log_dir, slow, "steady-0")
     finally:
         cluster.kill()
+
+
+def test_end_txn_answered_once_the_isr_has_the_coordinator_records(cluster: KafkaBroker) -> None:
+    """``TransactionStateManager#appendTransactionToLog`` appends with acks=-1: EndTxn is
+    answered only once the ``__transaction_state`` followers have PrepareCommit and
+    CompleteCommit, so the coordinator killed right after the answer (its followers' fetches
+    slowed by ``slow-replication``) leaves a new coordinator, elected from the ISR, that finds
+    the transaction complete and has nothing to finish."""
+    ck = pytest.importorskip("confluent_kafka")
+    with WireClient(cluster.ports[0]) as client:
+        client.call(request(10, 1, key="probe", key_type=1))
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                            "transactional.id": "tx-durable"})
+    producer.init_transactions(15)
+    coordinator = partition_states(cluster.ports[0], "__transaction_state")[
+        partition_for("tx-durable")].leader_id
+    for follower in (n for n in (1, 2, 3) if n != coordinator):
+        cluster.slow_replication(follower, 300)  # the answer must wait for these fetches
+    producer.begin_transaction()
+    producer.produce("durable", value=b"v")
+    producer.commit_transaction(15)
+    cluster.kill_broker(coordinator)
+    cluster.clear_faults()
+    survivor = running_port(cluster, {coordinator})
+    state = wait_for(lambda: (s := partition_states(survivor, "__transaction_state")[
+        partition_for("tx-durable")]).leader_id not in (-1, coordinator) and s, 10.0,
+                     "a new coordinator")
+    with WireClient(port_of(cluster, state.leader_id)) as client:
+        described = client.call(request(65, 0, transactional_ids=("tx-durable",)))
+    assert described.transaction_states[0].transaction_state == "CompleteCommit"
+    assert "completing the PrepareCommit" not in cluster.serve_log()
+    del producer
