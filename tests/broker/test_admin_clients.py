@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.broker.kafka_python_group import commit_when_assigned
 from tests.broker.logdir_checks import verify_clean
 from tests.broker.serve_process import ServeProcess
 
@@ -89,9 +90,8 @@ def test_kafka_python_delete_group_offsets(serve: Serve) -> None:
     consumer = kafka.KafkaConsumer("orders", bootstrap_servers=proc.bootstrap,
                                    group_id="billing", auto_offset_reset="earliest",
                                    enable_auto_commit=False)
-    _wait_for_assignment(consumer, lambda: consumer.poll(200))
-    consumer.commit({orders: kafka.OffsetAndMetadata(3, "", -1),
-                     audit: kafka.OffsetAndMetadata(4, "", -1)})
+    commit_when_assigned(consumer, {orders: kafka.OffsetAndMetadata(3, "", -1),
+                                    audit: kafka.OffsetAndMetadata(4, "", -1)}, DEADLINE_S)
     result = admin.delete_group_offsets("billing", [orders, audit])
     assert result == {orders: GroupSubscribedToTopicError, audit: NoError}
     assert admin.list_group_offsets("billing") == {

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from kafkatx.semantics.coordinator_partition import partition_for
+from tests.broker.kafka_python_group import commit_when_assigned
 from tests.broker.kafkatx_cli import finding_kinds, lso_rows, replay_visible, verify
 from tests.broker.logdir_checks import LogDirView, check_log_dir
 from tests.broker.serve_process import ServeProcess
@@ -522,17 +523,7 @@ def test_kafka_python_admin_transactions_groups_and_hanging_abort(serve: Serve) 
     admin = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
     tp = kafka.TopicPartition("adm", 0)
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while True:  # a slow machine can miss a heartbeat: poll through the rebalance, retry
-            while not consumer.assignment() and time.monotonic() < deadline:
-                consumer.poll(timeout_ms=200)
-            try:
-                consumer.commit({tp: kafka.OffsetAndMetadata(1, "note", -1)})
-                break
-            except kafka.errors.RebalanceInProgressError:
-                if time.monotonic() > deadline:
-                    raise
-                consumer.poll(timeout_ms=200)
+        commit_when_assigned(consumer, {tp: kafka.OffsetAndMetadata(1, "note", -1)}, DEADLINE_S)
         ((listing,),) = admin.list_transactions().values()
         assert (listing.transactional_id, listing.state.value) == ("kp-adm", "Ongoing")
         described = admin.describe_transactions(["kp-adm"])["kp-adm"]

@@ -1,0 +1,27 @@
+"""kafka-python consumer-group steps that must survive a slow machine's rebalance."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def commit_when_assigned(consumer: Any, offsets: dict[Any, Any], deadline_s: float) -> None:
+    """Poll until the consumer is assigned, then commit ``offsets``. A heartbeat a loaded
+    machine sends late makes the coordinator rebalance (``GroupCoordinator`` expires the
+    member); kafka-python then refuses the commit with RebalanceInProgressError and asks to
+    poll and retry (``ConsumerCoordinator#commit_offsets_sync``), which this does."""
+    from kafka.errors import RebalanceInProgressError
+
+    deadline = time.monotonic() + deadline_s
+    while True:
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        assert consumer.assignment(), "the consumer was never assigned a partition"
+        try:
+            consumer.commit(offsets)
+            return
+        except RebalanceInProgressError:
+            if time.monotonic() > deadline:
+                raise
+            consumer.poll(timeout_ms=200)
