@@ -99,6 +99,7 @@ def test_table_output_names_each_record(tmp_path: Path) -> None:
     assert "FeatureLevelRecord v0 name=metadata.version feature_level=25" in proc.stdout
     assert "UNKNOWN type 99 v0" in proc.stdout
     assert "leader_epoch" in proc.stdout  # the quorum-state table
+    assert "None" not in proc.stdout  # a null field is null, as in the JSON
 
 
 def test_damaged_metadata_record_and_quorum_state_are_reported(tmp_path: Path) -> None:

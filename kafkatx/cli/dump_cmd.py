@@ -203,7 +203,7 @@ def _compact(x: Any) -> str:
         return "{" + ",".join(f"{k}:{_compact(v)}" for k, v in x.items()) + "}"
     if isinstance(x, list):
         return "[" + ",".join(_compact(v) for v in x) + "]"
-    return str(x)
+    return "null" if x is None else str(x)
 
 
 def _row(item: dict[str, Any]) -> list[list[str]]:
