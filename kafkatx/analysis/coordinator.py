@@ -352,6 +352,9 @@ def coordinator_view(
     return view
 
 
+MAX_COPY_NOTES = 3  # partitions with copies named one by one; more are summed up in one line
+
+
 def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str = TOPIC
                   ) -> list[PartitionDir]:
     """One directory per partition number of ``topic``: copies of several brokers are replicas
@@ -361,13 +364,20 @@ def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str
         if p.topic == topic and p.is_live:
             copies.setdefault(p.partition, []).append(p)
     chosen = []
+    notes = []
     for partition, dirs in sorted(copies.items()):
         best = max(dirs, key=lambda d: (sum(s.log_size for s in d.segments), str(d.path)))
         chosen.append(best)
         others = [str(d.path) for d in dirs if d is not best]
         if others:
-            problems.append(f"{topic}-{partition}: {len(dirs)} copies (replicas); read "
-                            f"{best.path}, the largest; not read: {', '.join(others)}")
+            notes.append(f"{topic}-{partition}: {len(dirs)} copies (replicas); read "
+                         f"{best.path}, the largest; not read: {', '.join(others)}")
+    if len(notes) > MAX_COPY_NOTES:  # several brokers' log dirs: the normal case, said once
+        problems.append(f"{topic}: {len(notes)} partitions have copies of several brokers "
+                        "(replicas); the largest copy of each was read (inspect's "
+                        "replicas table compares the copies)")
+    else:
+        problems.extend(notes)
     return chosen
 
 

@@ -532,3 +532,22 @@ def test_model_histories_pass_and_broken_states_are_caught(
     mutated = TransactionLogValue(**{**{f: getattr(new, f) for f in new.__slots__},
                                      "state": int(state)})
     assert any(p.rule in ("state", "tv2_only") for p in rules.check_transition(old, mutated))
+
+
+def test_many_replicated_partitions_are_one_note(tmp_path: Path) -> None:
+    """Several brokers' log dirs hold copies of most coordinator partitions: one note for them
+    all, not one per partition (the replica comparison is where copies are compared)."""
+    ids = [f"t{i}" for i in range(40)]
+    for broker in ("broker-1", "broker-2"):
+        c = Coordinator(tmp_path / broker)
+        for tid in ids:
+            c.history(tid, [v(S.EMPTY, 71, 0)])
+        for w in c.writers.values():
+            w.close()
+    view = read_coordinator([tmp_path])
+    partitions = {partition_for(t) for t in ids}
+    assert len(partitions) > 3
+    assert view.problems == [f"__transaction_state: {len(partitions)} partitions have copies of "
+                             "several brokers (replicas); the largest copy of each was read "
+                             "(inspect's replicas table compares the copies)"]
+    assert sorted(view.histories) == sorted(ids)
