@@ -181,10 +181,12 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
     first_row = rows[starts]
     first_is_marker = ctl[starts]
     first_data_pos = np.full(groups, -1, dtype=np.int64)
+    first_data_idx = np.full(groups, -1, dtype=np.int64)  # its index in dpos
     if len(dpos):
         dstart = np.ones(len(dpos), dtype=bool)
         dstart[1:] = group_of[dpos[1:]] != group_of[dpos[:-1]]
         first_data_pos[group_of[dpos[dstart]]] = dpos[dstart]
+        first_data_idx[group_of[dpos[dstart]]] = np.flatnonzero(dstart)
     first_marker_pos = np.full(groups, -1, dtype=np.int64)
     if len(mpos):
         mstart = np.ones(len(mpos), dtype=bool)
@@ -228,10 +230,12 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
         if fm >= 0 and coord[fm] < entry.coordinator_epoch:
             fast[g] = False
             continue
-        fd = first_data_pos[g]
-        if check_sequences and fd >= 0 and not _continues_sequence(
-                entry, dpos, int(fd), base_seq, last_seq, group_of):
-            fast[g] = False
+        k0 = int(first_data_idx[g])
+        if check_sequences and k0 >= 0:
+            first = dpos[k0:k0 + min(NUM_BATCHES_TO_RETAIN, int(data_count[g]))]
+            if not _continues_sequence(entry, list(zip(base_seq[first].tolist(),
+                                                       last_seq[first].tolist(), strict=True))):
+                fast[g] = False
 
     # Exact rows: every row of a producer that left the common case.
     fast_row = fast[group_of]
@@ -336,24 +340,18 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
     )
 
 
-def _continues_sequence(entry: ProducerStateEntry, dpos: I64, first: int, base_seq: I64,
-                        last_seq: I64, group_of: I64) -> bool:
-    """The first data batches continue ``entry``'s sequence and none is a retained duplicate
+def _continues_sequence(entry: ProducerStateEntry, first_batches: list[tuple[int, int]]) -> bool:
+    """The first data batches ((base, last) sequences of up to ``NUM_BATCHES_TO_RETAIN``)
+    continue ``entry``'s sequence and none is a retained duplicate
     (``ProducerAppendInfo#checkSequence`` and ``ProducerStateEntry#findDuplicateBatch``)."""
     last = entry.last_seq
-    if last == INT32_MAX or int(base_seq[first]) != last + 1:
+    if last == INT32_MAX or first_batches[0][0] != last + 1:
         return False
     retained = list(entry.batch_metadata)
     if not retained:
         return True
-    k0 = int(np.searchsorted(dpos, first))
-    g = group_of[first]
-    for k in range(NUM_BATCHES_TO_RETAIN):
-        if k0 + k >= len(dpos) or group_of[dpos[k0 + k]] != g:
-            break
-        pos = dpos[k0 + k]
+    for k, (bs, ls) in enumerate(first_batches):
         still = retained[max(0, len(retained) - (NUM_BATCHES_TO_RETAIN - k)):]
-        bs, ls = int(base_seq[pos]), int(last_seq[pos])
         if any(b.first_seq == bs and b.last_seq == ls for b in still):
             return False
     return True
@@ -363,18 +361,29 @@ def finish_run(plan: RunPlan, cols: RunColumns, psm: ProducerStateManager) -> No
     """Bring the common-case producers' entries to their end state, as their batches and
     markers would have through ``ProducerStateEntry#update`` one by one."""
     producers = psm.producers
-    for g in np.flatnonzero(plan.producer_fast).tolist():
-        rows = plan.producer_batch_rows[g]
-        entry = producers[int(plan.producer_id[g])]
-        epoch = int(plan.producer_epoch[g])
-        for r in rows.tolist():
-            last = int(cols.last_offset[r])
-            entry.add_batch(epoch, int(cols.last_sequence[r]), last,
-                            last - int(cols.base_offset[r]), int(cols.max_timestamp[r]))
+    fast = np.flatnonzero(plan.producer_fast)
+    if not len(fast):
+        return
+    batch_rows = [plan.producer_batch_rows[g] for g in fast.tolist()]
+    rows = np.concatenate(batch_rows)
+    last = cols.last_offset[rows].tolist()
+    delta = (cols.last_offset[rows] - cols.base_offset[rows]).tolist()
+    last_seq = cols.last_sequence[rows].tolist()
+    max_ts = cols.max_timestamp[rows].tolist()
+    no_marker = int(NO_MARKER)
+    i = 0
+    for pid, epoch, coord, last_ts, first, n in zip(
+            plan.producer_id[fast].tolist(), plan.producer_epoch[fast].tolist(),
+            plan.producer_coordinator_epoch[fast].tolist(),
+            plan.producer_last_timestamp[fast].tolist(),
+            plan.producer_txn_first_offset[fast].tolist(), [len(r) for r in batch_rows],
+            strict=True):
+        entry = producers[pid]
+        for j in range(i, i + n):
+            entry.add_batch(epoch, last_seq[j], last[j], delta[j], max_ts[j])
+        i += n
         entry.maybe_update_producer_epoch(epoch)
-        coord = int(plan.producer_coordinator_epoch[g])
-        if coord != NO_MARKER:
+        if coord != no_marker:
             entry.coordinator_epoch = coord
-        entry.last_timestamp = int(plan.producer_last_timestamp[g])
-        first = int(plan.producer_txn_first_offset[g])
+        entry.last_timestamp = last_ts
         entry.current_txn_first_offset = None if first < 0 else first
