@@ -419,3 +419,24 @@ def test_progress_bar_draws_only_when_enabled() -> None:
         bar.advance(1000)
         assert not bar.shown
     assert quiet.getvalue() == ""
+
+
+def test_inspect_table_leaves_out_empty_partitions_unless_all(tmp_path: Path) -> None:
+    """A broker's log dir holds every partition of its internal topics, most of them empty
+    (``GroupCoordinator``/``TransactionStateManager`` create all 50): inspect's table shows the
+    partitions with records or something to say and counts the empty ones in one line;
+    ``--all`` shows every row. JSON always holds every partition."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, logdir)
+    for n in (0, 1, 2):
+        (logdir / f"__consumer_offsets-{n}").mkdir()
+        (logdir / f"__consumer_offsets-{n}" / "00000000000000000000.log").write_bytes(b"")
+    short, full = run("inspect", logdir), run("inspect", "--all", logdir)
+    assert short.returncode == full.returncode == 0, short.stderr
+    assert "3 empty partition dir(s) not shown (__consumer_offsets 3); --all shows them" \
+        in short.stdout
+    assert re.search(r"^__consumer_offsets\s+1\s", full.stdout, re.M)
+    assert not re.search(r"^__consumer_offsets\s+1\s", short.stdout, re.M)
+    assert re.search(r"^payments\s+0\s", short.stdout, re.M) and "not shown" not in full.stdout
+    doc = run_json("inspect", "--format", "json", logdir)
+    assert sum(p["topic"] == "__consumer_offsets" for p in doc["partitions"]) == 4  # type: ignore

@@ -16,7 +16,8 @@ from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
-from kafkatx.analysis.replicas import ReplicaComparison
+from kafkatx.analysis.partition_report import PartitionReport
+from kafkatx.analysis.replicas import ReplicaComparison, ReplicaCopy
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.cluster_cmd import render_cluster_summary
@@ -140,6 +141,21 @@ def coordinator_dict(result: Inspection) -> dict[str, object] | None:
             "partitions_present": sorted(view.partitions_present)}
 
 
+def _empty(r: PartitionReport | ReplicaCopy) -> bool:
+    """No record and nothing to say: left out of the human tables unless --all."""
+    return (r.log_end_offset <= r.log_start_offset and not getattr(r, "open_transactions", ())
+            and not getattr(r, "findings", ()))
+
+
+def _hidden_note(hidden_topics: Sequence[str], what: str, out: Console) -> None:
+    """``N <what> not shown (topic count, ...)`` under a table that left them out."""
+    if not hidden_topics:
+        return
+    topics = ", ".join(f"{t} {n}" for t, n in sorted(Counter(hidden_topics).items()))
+    out.print(f"{len(hidden_topics)} {what} not shown ({escape(topics)}); --all shows them",
+              style="dim", highlight=False)
+
+
 def replicas_table(comparisons: Sequence[ReplicaComparison]) -> Table:
     """One row per copy of each partition held by several log dirs."""
     t = Table(title="replicas (partitions in several log dirs)", title_justify="left",
@@ -199,7 +215,8 @@ def inactive_dicts(result: Inspection) -> list[dict[str, object]]:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @analysis_options
 @click.option("--all", "show_all", is_flag=True,
-              help=f"Show every finding (tables show the first {PER_KIND} of each kind).")
+              help=f"Show every finding and every partition (tables show the first {PER_KIND} "
+                   "findings of each kind and leave out empty partitions).")
 @format_option(("table", "json"))
 def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                     analysis: AnalysisCliOptions) -> None:
@@ -238,13 +255,21 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     _header(result, paths, out)
     for cluster in clusters:
         render_cluster_summary(cluster, out)
-    if reports:
+    shown = [r for r in reports if show_all or not _empty(r)]
+    if shown:
         out.print()
-        out.print(lso_table(reports, now_ms=analysis.now_ms, with_counts=True))
-        table_footer(reports, out)
-    if result.replicas:
+        out.print(lso_table(shown, now_ms=analysis.now_ms, with_counts=True))
+        table_footer(shown, out)
+    _hidden_note([r.topic for r in reports if not (show_all or not _empty(r))],
+                 "empty partition dir(s)", out)
+    comparisons = [c for c in result.replicas
+                   if show_all or not all(_empty(k) for k in c.copies)]
+    if comparisons:
         out.print()
-        out.print(replicas_table(result.replicas))
+        out.print(replicas_table(comparisons))
+    _hidden_note([c.topic for c in result.replicas
+                  if not (show_all or not all(_empty(k) for k in c.copies))],
+                 "replicated partition(s) with only empty copies", out)
     if attention:
         out.print()
         out.print(f"[bold]consumer groups needing attention[/] ({len(attention)}; "
