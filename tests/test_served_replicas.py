@@ -77,6 +77,9 @@ def test_unclean_election_loses_a_marker() -> None:
     assert {("hanging_transaction", "payments", 3), ("replica_marker_mismatch", "payments", 3),
             ("replica_divergence", "payments", 5),
             ("replica_lost_committed_records", "payments", 5)} <= kinds(found)
+    # the killed leader wrote no replication-offset-checkpoint: its HW is unknown and said so
+    (lost,) = [f for f in found if f["kind"] == "replica_lost_committed_records"]
+    assert "may have been acknowledged" in lost["message"] and "None" not in lost["message"]
     hanging = [f for f in found if f["kind"] == "hanging_transaction"]
     assert any(new_leader in (f["location"] or "") or new_leader in (f["remediation"] or "")
                for f in hanging)

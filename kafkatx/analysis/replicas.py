@@ -213,10 +213,14 @@ def _divergence(topic: str, partition: int, leader: ReplicaCopy, c: ReplicaCopy,
         WARNING)]
     if c.acknowledged_divergent:
         end = t + c.acknowledged_divergent - 1
+        held = (f"below its high watermark {c.high_watermark} (acknowledged to producers with "
+                "acks=all)" if c.high_watermark is not None else
+                "that may have been acknowledged to producers with acks=all (its high "
+                "watermark is unknown: no replication-offset-checkpoint entry, as after a "
+                "kill, so every offset it holds is counted)")
         out.append(_finding(
             "replica_lost_committed_records", topic, partition, t,
-            f"{c.broker} had offsets {t}..{end} below its high watermark "
-            f"{c.high_watermark} (acknowledged to producers with acks=all), and "
+            f"{c.broker} had offsets {t}..{end} {held}, and "
             f"{leader.broker}'s log, the newer leader's, does not hold them: an unclean leader "
             "election (or a lost disk) lost committed records; export them from "
             f"{c.path} before that broker truncates", ERROR))
