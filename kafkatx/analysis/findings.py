@@ -35,6 +35,8 @@ KINDS: dict[str, FindingKind] = {
     "snapshot_mismatch": FindingKind(WARNING, "a producer snapshot differs from the log's state"),
     "corrupt_snapshot": FindingKind(WARNING, "a producer snapshot Kafka would refuse to load"),
     "checkpoint_problem": FindingKind(WARNING, "a checkpoint file is missing, garbled or stale"),
+    "orphaned_index": FindingKind(
+        WARNING, "index files whose segment .log is missing: that segment's data is not there"),
     "interrupted_log_clean": FindingKind(
         INFO, "a clean or split left .cleaned/.swap files: the next load undoes or completes it"),
     "segment_deletion_pending": FindingKind(

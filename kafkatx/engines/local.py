@@ -37,6 +37,7 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
+from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
@@ -140,21 +141,13 @@ def _root_offsets(log_dir: LogDir | None) -> tuple[list[RootOffsets], list[Findi
     checkpoint files."""
     if log_dir is None:
         return [{}, {}, {}], []
-    findings: list[Finding] = []
     cps = read_root_checkpoints(log_dir)
     out: list[RootOffsets] = []
     for name in ("replication-offset-checkpoint", "log-start-offset-checkpoint",
                  "cleaner-offset-checkpoint"):
         cp = cps.get(name)
-        values: dict[tuple[str, int], int] = {}
-        if cp is not None:
-            for e in cp.entries:
-                values[(e.topic, e.partition)] = e.offset
-            for p in cp.problems:
-                findings.append(Finding(kind="checkpoint_problem", message=f"{name}: {p.message}",
-                                        location=f"{p.path}:{p.position}" if p.path else None))
-        out.append(values)
-    return out, findings
+        out.append({} if cp is None else {(e.topic, e.partition): e.offset for e in cp.entries})
+    return out, root_checkpoint_findings(log_dir)
 
 
 def analyze_partition(
@@ -225,9 +218,13 @@ def analyze_partition(
         if len(h):
             previous_last = int(h.last_offset[-1])
         del scan, ctx
+    findings.extend(partition_file_findings(pdir))
     replay = replayer.result
-    leo = max(replay.log_end_offset, segments[-1].base_offset if segments else 0)
-    first_base = segments[0].base_offset if segments else 0
+    # A segment without its .log is no segment to the broker (orphaned_index): the log's bounds
+    # come from the segments that have one.
+    bases = [s.base_offset for s in segments if s.log is not None]
+    leo = max(replay.log_end_offset, bases[-1] if bases else 0)
+    first_base = bases[0] if bases else 0
     lso_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
 
     snapshots = read_snapshots(pdir.snapshots)
