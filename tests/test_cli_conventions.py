@@ -67,3 +67,21 @@ def test_version_names_the_supported_kafka_versions() -> None:
     first, second = proc.stdout.splitlines()
     assert first.startswith("kafkatx 0.")
     assert "Apache Kafka 0.8 to 4.1" in second and "KIP-890" in second
+
+
+@pytest.mark.parametrize("command", [
+    ["inspect", LOGDIR, "--now"],
+    ["timeline", LOGDIR, "--until"],
+])
+def test_an_epoch_beyond_year_9999_is_a_usage_error(command: list[str | Path]) -> None:
+    """Epoch milliseconds past what ISO-8601 (and Kafka's long timestamps as dates) can say
+    are refused, not turned into transaction ages of a million days."""
+    proc = run(*command, "99999999999999999999")
+    assert proc.returncode == 2, proc.stderr
+    assert "is after the year 9999" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_negative_partition_is_a_usage_error() -> None:
+    """TopicPartition numbers are >= 0 (LocalLog#parseTopicPartitionName rejects others)."""
+    proc = run("replay", LOGDIR, "--topic", "payments", "--partition", "-1")
+    assert proc.returncode == 2 and "-1 is not in the range x>=0" in proc.stderr

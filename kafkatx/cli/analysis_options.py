@@ -32,6 +32,7 @@ from kafkatx.storage.manifest import Manifest, recording
 ANALYSIS_GC_THRESHOLD = (100_000, 50, 100)
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
 _EARLIEST_PLAUSIBLE_MS = 10**11  # 1973: smaller "epoch ms" values are seconds given by mistake
+_LATEST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant ISO-8601 can say
 
 
 class NowParam(click.ParamType):
@@ -49,6 +50,8 @@ class NowParam(click.ParamType):
             if ms < _EARLIEST_PLAUSIBLE_MS:
                 self.fail(f"{text!r} is before 1973 as epoch milliseconds; did you give seconds? "
                           f"(use {ms * 1000})", param, ctx)
+            if ms > _LATEST_MS:
+                self.fail(f"{text!r} is after the year 9999 as epoch milliseconds", param, ctx)
             return ms
         try:
             when = dt.datetime.fromisoformat(text)
