@@ -261,7 +261,7 @@ def _render_tables(items: Any, err: Any) -> None:
     for item in items:
         if item["kind"] == "problem":
             flush()
-            err.print(f"[bold red]{item['problem']}[/] {_problem_line(item)}", highlight=False)
+            err.print(_problem_line(item), style="bold red", markup=False, highlight=False)
             continue
         key = (item["file"], item["kind"])
         if key != current:

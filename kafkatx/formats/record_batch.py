@@ -373,7 +373,11 @@ def payload_at(buf: bytes | memoryview, pos: int, size: int, compression_id: int
     try:
         return compression.decompress(compression_id, payload, magic=MAGIC_V2), start
     except FormatError as exc:
-        raise exc.located(path, start) if exc.path is None else exc from None
+        if exc.path is not None:
+            raise
+        if exc.position is None:  # the codec names no byte: the payload that fails starts here
+            raise type(exc)(exc.message, path=path, position=start, field=exc.field) from None
+        raise exc.located(path, start) from None
 
 
 def iter_records(

@@ -224,3 +224,32 @@ def test_our_batches_read_by_kafka_python(codec: int) -> None:
     assert kb.validate_crc()
     assert [(r.offset, r.timestamp, r.value, list(r.headers)) for r in kb] == [
         (10 + i, TS + i, b"v%d" % i, [("h", b"1")]) for i in range(4)]
+
+
+def _with_payload(codec: int, payload: bytes) -> bytes:
+    """A valid 3-record batch whose compressed records section is replaced by ``payload`` (the
+    length and the CRC-32C made to match, so only the payload is wrong)."""
+    records = [Record(offset=i, timestamp=TS + i, key=b"k", value=b"v" * 30) for i in range(3)]
+    batch = bytearray(build_batch(records, compression_id=min(codec, 4))[:61] + payload)
+    batch[8:12] = struct.pack(">i", len(batch) - 12)
+    batch[22] = (batch[22] & ~7) | codec  # the attributes' low byte holds the codec id
+    batch[17:21] = struct.pack(">I", crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+@settings(max_examples=60, deadline=None)
+@given(codec=st.sampled_from([1, 2, 3, 4, 5, 6, 7]), payload=st.binary(max_size=96),
+       lead=st.integers(min_value=0, max_value=300))
+def test_a_garbage_compressed_payload_is_located_at_the_payload(codec: int, payload: bytes,
+                                                                lead: int) -> None:
+    """DefaultRecordBatch#compressedIterator throws on a payload its codec cannot read; here a
+    FormatError naming the file and the byte where the batch's records section starts."""
+    data = bytes(lead) + _with_payload(codec, payload)
+    try:
+        batch = parse_batch(data, lead, path="seg.log", decode_records=True)
+    except FormatError as exc:
+        assert exc.path == "seg.log"
+        assert exc.position is not None and lead + 61 <= exc.position <= len(data)
+        assert f"seg.log:{exc.position}:" in str(exc)
+    else:  # a payload that happens to decode (empty gzip member, ...) must hold the 3 records
+        assert batch.records is not None and len(batch.records) == 3
