@@ -28,7 +28,7 @@ from kafkatx.analysis.findings import SEVERITY_RANK, Finding
 from kafkatx.analysis.partition_entries import iter_partition_entries
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.errors import FormatError
-from kafkatx.formats.consumer_offsets import GroupMetadataValue
+from kafkatx.formats.consumer_offsets import GroupMetadataValue, UnknownGroupRecordKey
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import SegmentProblem
@@ -102,9 +102,15 @@ def load_groups(pdirs: Iterable[PartitionDir]) -> LoadedGroups:
 def _load_partition(pdir: PartitionDir, out: LoadedGroups) -> None:
     load = GroupOffsetsLoad()
     epochs: dict[int, int] = {}
+    unknown: dict[int, tuple[int, str, int]] = {}  # record type -> (count, path, first offset)
     for path, item in iter_partition_entries(pdir, out.problems):
         if not isinstance(item, SegmentProblem):  # damage: reported by the partition's checks
-            _feed(item, load, epochs, path, out.problems)
+            _feed(item, load, epochs, path, out.problems, unknown)
+    for record_type, (count, path, first) in sorted(unknown.items()):
+        out.problems.append(
+            f"{path}: offset {first}: {count} record(s) with key type {record_type}, which no "
+            "Kafka version writes; ignored, as the group coordinator's load ignores an unknown "
+            "record type (a leftover of an aborted upgrade)")
     n = pdir.partition
     for gtp, record in load.offsets.items():
         out.committed[gtp] = (record, n)
@@ -121,11 +127,11 @@ def _load_partition(pdir: PartitionDir, out: LoadedGroups) -> None:
 
 
 def _feed(entry: RecordBatch | LegacyEntry, load: GroupOffsetsLoad, epochs: dict[int, int],
-          path: str, problems: list[str]) -> None:
+          path: str, problems: list[str], unknown: dict[int, tuple[int, str, int]]) -> None:
     if isinstance(entry, LegacyEntry):
         messages = entry.inner or (entry.message,)
         for m in messages:
-            _record(load, m.offset, -1, False, m.key, m.value, path, problems)
+            _record(load, m.offset, -1, False, m.key, m.value, path, problems, unknown)
         return
     h = entry.header
     if h.is_control:
@@ -137,17 +143,22 @@ def _feed(entry: RecordBatch | LegacyEntry, load: GroupOffsetsLoad, epochs: dict
         epochs[h.producer_id] = h.producer_epoch
     for r in entry.records or ():
         _record(load, h.base_offset, h.producer_id, h.is_transactional, r.key, r.value, path,
-                problems, r.offset)
+                problems, unknown, r.offset)
 
 
 def _record(load: GroupOffsetsLoad, batch_offset: int, pid: int, transactional: bool,
             key: bytes | None, value: bytes | None, path: str, problems: list[str],
-            offset: int | None = None) -> None:
+            unknown: dict[int, tuple[int, str, int]], offset: int | None = None) -> None:
+    at = offset if offset is not None else batch_offset
     try:
-        load.record(batch_offset, pid, transactional, key, value)
+        parsed = load.record(batch_offset, pid, transactional, key, value)
     except FormatError as exc:
-        problems.append(f"{path}: offset {offset if offset is not None else batch_offset}: "
+        problems.append(f"{path}: offset {at}: "
                         f"{exc.message}; record ignored, as the coordinator's load would fail")
+        return
+    if isinstance(parsed, UnknownGroupRecordKey) and parsed.name is None:
+        count, first_path, first = unknown.get(parsed.record_type, (0, path, at))
+        unknown[parsed.record_type] = (count + 1, first_path, first)
 
 
 # ---------------------------------------------------------------------------------------------

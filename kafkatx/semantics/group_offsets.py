@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kafkatx.formats.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,
+    GroupRecordKey,
     OffsetCommitKey,
     OffsetCommitValue,
     parse_key,
@@ -68,8 +69,9 @@ class GroupOffsetsLoad:
         self.pending.pop(producer_id, None)
 
     def record(self, batch_offset: int, producer_id: int, transactional: bool,
-               key_bytes: bytes | None, value_bytes: bytes | None) -> None:
-        """One record of a data batch (base offset ``batch_offset``); raises ``FormatError``."""
+               key_bytes: bytes | None, value_bytes: bytes | None) -> GroupRecordKey:
+        """One record of a data batch (base offset ``batch_offset``); raises ``FormatError``.
+        Returns the key: one of a type loaded here, or another (skipped, as the loader does)."""
         key = parse_key(key_bytes or b"")
         value = parse_value(key, value_bytes)
         if isinstance(key, OffsetCommitKey):
@@ -86,6 +88,7 @@ class GroupOffsetsLoad:
                 self.groups[key.group] = value
             else:
                 self.groups.pop(key.group, None)
+        return key
 
     def group_names(self) -> set[str]:
         return set(self.groups) | {g for g, _, _ in self.offsets} | {

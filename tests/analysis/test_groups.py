@@ -265,3 +265,28 @@ def test_the_row_contract_is_the_rows_keys() -> None:
                          committed_leader_epoch=0, commit_timestamp=0, metadata="",
                          consumer_offsets_partition=0, status="lagging")
     assert [name for name, _ in GROUP_PARTITION_FIELDS] == list(row.to_dict())
+
+
+def test_records_of_an_unknown_key_type_are_ignored_and_said(tmp_path: Path) -> None:
+    """``CoordinatorLoaderImpl`` (and ``GroupMetadataManager#doLoadGroupsAndOffsets``): a key of
+    an unknown record type is ignored with a warning ("a left over from an aborted upgrade");
+    the commits around it still load."""
+    b = LogDirBuilder(tmp_path / "d")
+    data_partition(b)
+    co = b.partition(CO, 7)
+    commit(co, "g", "t", 0, 2)
+    for _ in range(2):
+        base = co.log_end_offset
+        co.raw(build_batch([Record(offset=base, timestamp=T0, key=b"\x00\x63junk",
+                                   value=b"\x00\x00")], base_offset=base))
+    commit(co, "g", "t", 0, 8)
+    b.build()
+    before = snapshot_tree(b.root)
+    result = CliRunner().invoke(cli, ["groups", str(b.root), "--format", "json"])
+    assert_unchanged(b.root, before)
+    assert result.exit_code == 0, result.stderr
+    (row,) = {g["group"]: g for g in json.loads(result.stdout)}["g"]["partitions"]
+    assert row["committed_offset"] == 8
+    (warning,) = [line for line in result.stderr.splitlines() if "key type 99" in line]
+    assert warning.startswith("kafkatx: warning: ") and "__consumer_offsets-7/" in warning
+    assert "offset 1: 2 record(s) with key type 99" in warning
