@@ -219,3 +219,39 @@ def test_dump_changes_nothing_it_reads(fmt: str) -> None:
     proc = run("dump", "--records", "--format", fmt, str(FIX))
     assert proc.returncode == 0, proc.stderr
     assert _snapshot(FIX) == before
+
+
+def test_a_coordinator_record_of_an_unknown_value_version_is_an_invalid_record(
+        tmp_path: Path) -> None:
+    """``GroupCoordinatorRecordSerde#readValue`` throws on an OffsetCommitValue version it does
+    not know: dump keeps the record's bytes and says where it is, as an ``invalid_record``."""
+    from kafkatx.formats.consumer_offsets import (
+        OffsetCommitKey,
+        OffsetCommitValue,
+        build_key,
+        build_value,
+    )
+    from kafkatx.formats.record_batch import Record, build_batch, parse_batch
+
+    part = tmp_path / "__consumer_offsets-3"
+    part.mkdir()
+    key = build_key(OffsetCommitKey(group="g", topic="t", partition=0))
+    good = build_value(OffsetCommitValue(version=3, offset=5, metadata="",
+                                         commit_timestamp_ms=1_763_700_000_000, leader_epoch=0))
+    bad = b"\x00\x63" + good[2:]  # version 99
+    records = [Record(offset=i, timestamp=1_763_700_000_000, key=key, value=v)
+               for i, v in enumerate((good, bad))]
+    (part / "00000000000000000000.log").write_bytes(build_batch(records))
+    proc = run("dump", "--format", "jsonl", str(part))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    items = [json.loads(line) for line in proc.stdout.splitlines()]
+    (batch,) = [i for i in items if i["kind"] == "batch"]
+    assert batch["records"][0]["value"]["offset"] == 5
+    assert "unknown value version 99" in batch["records"][1]["decode_error"]
+    (problem,) = [i for i in items if i["kind"] == "problem"]
+    assert problem["problem"] == "invalid_record" and problem["message"].startswith("offset 1:")
+    raw = (part / "00000000000000000000.log").read_bytes()
+    second = parse_batch(raw, decode_records=True).records[1]
+    assert problem["position"] == second.position and second.position > 61
+    log = part / "00000000000000000000.log"
+    assert f"{log}:{problem['position']}: invalid_record: offset 1:" in proc.stderr

@@ -16,7 +16,7 @@ from kafkatx.formats.metadata_records import (
     snapshot_file_name,
 )
 from kafkatx.formats.quorum_state import QuorumState, build_quorum_state
-from kafkatx.formats.record_batch import ControlType
+from kafkatx.formats.record_batch import ControlType, parse_batch
 from tests.readonly import snapshot_tree
 from tests.test_cli_dump import run
 
@@ -103,7 +103,8 @@ def test_table_output_names_each_record(tmp_path: Path) -> None:
 
 
 def test_damaged_metadata_record_and_quorum_state_are_reported(tmp_path: Path) -> None:
-    """A record whose value does not decode keeps its bytes with decode_error; a quorum-state
+    """A record whose value does not decode keeps its bytes with decode_error and is an
+    invalid_record problem at its position (MetadataRecordSerde throws on it); a quorum-state
     of an unknown data_version is a one-line problem (FileQuorumStateStore refuses it)."""
     part = tmp_path / "__cluster_metadata-0"
     part.mkdir()
@@ -114,5 +115,24 @@ def test_damaged_metadata_record_and_quorum_state_are_reported(tmp_path: Path) -
     items = _jsonl(str(part))
     (batch,) = [i for i in items if i["kind"] == "batch"]
     assert "decode_error" in batch["records"][0] and batch["records"][0]["value"]
-    (problem,) = [i for i in items if i["kind"] == "problem"]
+    record, problem = [i for i in items if i["kind"] == "problem"]
+    assert record["problem"] == "invalid_record" and record["position"] == 61
+    assert record["message"].startswith("offset 0: record does not decode: ")
     assert problem["problem"] == "invalid_quorum_state" and "data_version" in problem["message"]
+
+
+def test_cluster_names_the_byte_of_an_undecodable_metadata_record(tmp_path: Path) -> None:
+    """MetadataRecordSerde throws on a record it cannot read; ``cluster`` goes on and says where
+    the record is: its own byte position in an uncompressed batch, not the batch's."""
+    part = tmp_path / "__cluster_metadata-0"
+    part.mkdir()
+    good = ("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": 25})
+    log = build_metadata_batch([good, good, b"\x01\x02\x00\x09"], base_offset=0, leader_epoch=1,
+                               timestamp=TS)
+    (part / "00000000000000000000.log").write_bytes(log)
+    proc = run("cluster", str(part), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    third = parse_batch(log, decode_records=True).records[2]
+    expected = f"{part / '00000000000000000000.log'}:{third.position}: offset 2: "
+    assert third.position > 61
+    assert any(p.startswith(expected) for p in json.loads(proc.stdout)[0]["problems"])

@@ -285,9 +285,10 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
             item = {"kind": "batch", "file": file, **entry.to_dict()}
             if entry.control is not None and entry.control.raw_value is not None:
                 _decode_kraft_control(item, entry, file)
+            undecodable: list[dict] = []
             if decode:
                 try:
-                    item["records"] = _records(data, entry, topic, file, flt)
+                    item["records"] = _records(data, entry, topic, file, flt, undecodable)
                 except FormatError as exc:
                     item["records"] = []
                     yield item
@@ -298,6 +299,7 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
             if topic == TRANSACTION_STATE_TOPIC and filtered and not item["records"]:
                 continue
             yield item
+            yield from undecodable
 
 
 def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]:
@@ -366,7 +368,10 @@ def _segment_problem(problem: SegmentProblem, file: str) -> dict:
 
 
 def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
-             flt: DumpFilter) -> list[dict]:
+             flt: DumpFilter, undecodable: list[dict]) -> list[dict]:
+    """The batch's records as dicts; a coordinator or metadata record whose key or value does
+    not decode keeps its bytes with ``decode_error`` and adds an ``invalid_record`` problem (at
+    the record's position, or the batch's when compressed) to ``undecodable``."""
     out = []
     for rec in iter_records(data, batch.position, batch.header, path=file):
         if not flt.offsets_overlap(rec.offset, rec.offset):
@@ -386,6 +391,10 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
         else:
             d = rec.to_dict()
         out.append(d)
+        if "decode_error" in d:
+            where = batch.position if rec.position is None else rec.position
+            undecodable.append(_problem(file, where, f"offset {rec.offset}: record does not "
+                                        f"decode: {d['decode_error']}", "invalid_record"))
     return out
 
 

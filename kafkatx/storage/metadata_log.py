@@ -126,7 +126,9 @@ def _entry(rec, is_control: bool, epoch: int, file: str, position: int,
                                     "control": control})
         record = metadata_records.parse_metadata_record(rec.value, path=file)
     except FormatError as exc:
-        problems.append(f"{file}:{position}: offset {rec.offset}: {exc.message}")
+        # The record's own position when the batch is not compressed, else the batch's.
+        where = position if rec.position is None else rec.position
+        problems.append(f"{file}:{where}: offset {rec.offset}: {exc.message}")
         return base
     return MetadataEntry(**{**_fields(base), "record": record})
 
