@@ -296,7 +296,10 @@ def _open(uri: str) -> tuple[FileSystem, str]:
         try:
             spec_fs, inner = fsspec.core.url_to_fs(uri)
         except Exception as exc:
-            raise UnreadableFileError(display(uri), _one_line(exc)) from None
+            # pyarrow's reason first: fsspec's ("Install s3fs") would hide an unreachable
+            # bucket or a bad option of a scheme pyarrow knows.
+            raise UnreadableFileError(
+                display(uri), f"{_one_line(first)} (fsspec: {_one_line(exc)})") from None
         arrow_fs = PyFileSystem(FSSpecHandler(spec_fs))
     return ArrowFileSystem(arrow_fs), str(inner)
 

@@ -221,3 +221,14 @@ def test_uri_and_path_helpers(zoo: Path) -> None:
     assert filesystems.canonical("s3://b/k/?x=1") == "s3://b/k"
     assert filesystems.is_inside("s3://b/k/t-0", "s3://b/k")
     assert not filesystems.is_inside("s3://b/k2", "s3://b/k")
+
+
+def test_a_uri_neither_pyarrow_nor_fsspec_opens_says_pyarrows_reason_first() -> None:
+    """pyarrow's S3FileSystem refuses an unknown URI option; the one-line error leads with that
+    (the fsspec fallback's "Install s3fs" alone would point the wrong way)."""
+    uri = "s3://bucket/logdir?endpoint_override=127.0.0.1:9&bogus=1"
+    with pytest.raises(UnreadableFileError) as err:
+        discover([uri])
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.split(": ", 1)[1].startswith("Unexpected query parameter in S3 URI: 'bogus'")
