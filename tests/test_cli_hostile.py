@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.readonly import assert_unchanged, snapshot_tree
 
@@ -66,3 +68,67 @@ def test_a_segment_file_linked_to_a_device_is_refused(tmp_path: Path) -> None:
     proc = run("inspect", logdir, "--format", "json", timeout=60)
     assert_one_line_error(proc, 1, str(link), "not a regular file (a character device)")
     assert_unchanged(logdir, before)
+
+
+def test_unicode_topics_and_paths_with_spaces_read_alike_in_every_format(tmp_path: Path) -> None:
+    """LocalLog#parseTopicPartitionName checks only the form <topic>-<partition>: a non-ASCII
+    topic under a path with spaces is a partition like any other, named the same in json and
+    csv; names that are not of that form are one warning each, as a broker refuses them."""
+    import csv
+    import io
+    import json
+
+    logdir = tmp_path / "incident copy" / "broker 1"
+    shutil.copytree(LOGDIR, logdir)
+    shutil.copytree(logdir / "payments-1", logdir / "zahlungen-ü€-0")
+    shutil.copytree(logdir / "payments-1", logdir / "payments-x")
+    before = snapshot_tree(logdir)
+    as_json = run("lso", logdir, "--format", "json")
+    as_csv = run("lso", logdir, "--format", "csv")
+    assert_unchanged(logdir, before)
+    for proc in (as_json, as_csv):
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr
+        assert f"kafkatx: warning: {logdir / 'payments-x'}: not a <topic>-<partition>" \
+            in proc.stderr
+    rows = {(r["topic"], r["partition"]): r for r in json.loads(as_json.stdout)}
+    csv_rows = {(r["topic"], int(r["partition"])): r
+                for r in csv.DictReader(io.StringIO(as_csv.stdout))}
+    assert set(rows) == set(csv_rows) and ("zahlungen-ü€", 0) in rows
+    assert rows["zahlungen-ü€", 0]["log_end_offset"] == rows["payments", 1]["log_end_offset"]
+    assert csv_rows["zahlungen-ü€", 0]["last_stable_offset"] == "3"
+
+
+FILE_NAMES = ("00000000000000000000.log", "00000000000000000000.index",
+              "00000000000000000000.timeindex", "00000000000000000000.txnindex",
+              "00000000000000000010.snapshot", "leader-epoch-checkpoint", "partition.metadata",
+              "replication-offset-checkpoint", "meta.properties", "quorum-state",
+              "00000000000000000000-0000000000.checkpoint")
+
+
+@settings(max_examples=120, deadline=None)
+@given(name=st.sampled_from(FILE_NAMES),
+       topic=st.sampled_from(["payments", "__transaction_state", "__consumer_offsets",
+                              "__cluster_metadata"]),
+       content=st.one_of(st.binary(max_size=300),
+                         st.text(max_size=120).map(lambda t: t.encode("utf-8", "replace"))))
+def test_dump_of_any_bytes_yields_items_and_problems_never_an_exception(
+        name: str, topic: str, content: bytes) -> None:
+    """Whatever a file of a partition dir holds, dump's decoders (one per Kafka file format)
+    end in items and problems, each problem with the file and, where a byte is to blame, its
+    position; nothing else is raised."""
+    import tempfile
+
+    from kafkatx.analysis.dump import DumpFilter, DumpStats, dump
+
+    with tempfile.TemporaryDirectory() as tmp:
+        part = Path(tmp) / f"{topic}-0"
+        part.mkdir()
+        (part / name).write_bytes(content)
+        stats = DumpStats()
+        items = list(dump([str(part)], DumpFilter(), records=True, stats=stats))
+    assert stats.files == 1 and not stats.unreadable
+    for item in items:
+        assert item["file"] == str(part / name)
+        if item["kind"] == "problem":
+            assert item["message"] and isinstance(item["position"], int)
+            assert 0 <= item["position"] <= len(content)

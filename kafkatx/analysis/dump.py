@@ -43,7 +43,7 @@ from kafkatx.formats.record_batch import (
 )
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
-from kafkatx.storage.files import open_bytes, read_text
+from kafkatx.storage.files import open_bytes
 from kafkatx.storage.layout import (
     CONSUMER_OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -178,8 +178,9 @@ def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iter
         with open_bytes(path) as data:
             yield from _dump_binary(file, bytes(data), kind, path, flt)
         return
-    text = read_text(path)
-    yield from _dump_text(file, text, kind, flt)
+    # Bytes, not text: each reader says which line is not UTF-8, as a problem of the file.
+    with open_bytes(path) as data:
+        yield from _dump_text(file, bytes(data), kind, flt)
 
 
 def _problem(file: str, position: int | None, message: str, problem: str) -> dict:
@@ -222,7 +223,7 @@ def _dump_binary(file: str, data: bytes, kind: str, path: Path, flt: DumpFilter)
         yield from _from_format_errors(file, snap.problems, "invalid_snapshot")
 
 
-def _dump_text(file: str, text: str, kind: str, flt: DumpFilter) -> Iterator[dict]:
+def _dump_text(file: str, text: bytes, kind: str, flt: DumpFilter) -> Iterator[dict]:
     if kind == "offset_checkpoint":
         cp = checkpoints.read_offset_checkpoint(text, path=file)
         for e in cp.entries:
