@@ -36,7 +36,7 @@ from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 
 from kafkatx.broker.broker_client import BrokerConnection
 from kafkatx.broker.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendError
-from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, truncation_step
 
 if TYPE_CHECKING:
     from kafkatx.broker.replica_manager import Partition
@@ -175,19 +175,8 @@ class ReplicaFetcher:
         log = state.part.log
         assert log.epochs is not None
         leo = log.log_end_offset
-        done = True
-        if end_offset == UNDEFINED_EPOCH_OFFSET:
-            target = min(log.high_watermark, leo)
-        elif leader_epoch == UNDEFINED_EPOCH:
-            target = min(end_offset, leo)
-        else:
-            mine_epoch, mine_end = log.epochs.end_offset_for(leader_epoch, leo)
-            if mine_epoch == UNDEFINED_EPOCH:
-                target = min(end_offset, leo)
-            elif mine_epoch != leader_epoch:
-                target, done = min(mine_end, leo), False
-            else:
-                target = min(end_offset, mine_end, leo)
+        target, done = truncation_step(leader_epoch, end_offset, log.epochs, leo,
+                                       log.high_watermark)
         if target < leo:
             self.broker.warn(f"{log.name}: truncating from {leo} to {target} (leader "
                              f"{self.leader_id}'s epoch {leader_epoch} ends at {end_offset})")

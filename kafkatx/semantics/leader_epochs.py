@@ -75,6 +75,24 @@ class Truncation:
     leader_epoch: int  # the epoch of the leader's last answer
 
 
+def truncation_step(leader_epoch: int, leader_end: int, follower: EpochCache,
+                    follower_leo: int, follower_hw: int) -> tuple[int, bool]:
+    """``AbstractFetcherThread#getOffsetTruncationState`` for one OffsetsForLeaderEpoch answer
+    (the leader's epoch and its end offset): where the follower truncates to, and whether that
+    is final (False: the leader answered an epoch the follower does not have; ask again)."""
+    if leader_end == UNDEFINED_EPOCH_OFFSET:
+        # the leader knows no such epoch: truncate to the follower's high watermark
+        return min(follower_hw, follower_leo), True
+    if leader_epoch == UNDEFINED_EPOCH:
+        return min(leader_end, follower_leo), True
+    mine_epoch, mine_end = follower.end_offset_for(leader_epoch, follower_leo)
+    if mine_epoch == UNDEFINED_EPOCH:
+        return min(leader_end, follower_leo), True
+    if mine_epoch != leader_epoch:
+        return min(mine_end, follower_leo), False
+    return min(mine_end, leader_end, follower_leo), True
+
+
 def truncation_offset(leader: EpochCache, leader_leo: int, follower: EpochCache,
                       follower_leo: int, follower_hw: int) -> Truncation:
     """Where the follower's log ends once it has truncated against the leader's."""
@@ -84,14 +102,8 @@ def truncation_offset(leader: EpochCache, leader_leo: int, follower: EpochCache,
     while True:
         rounds += 1
         epoch, end = leader.end_offset_for(cache.latest_epoch, leader_leo)
-        if end == UNDEFINED_EPOCH_OFFSET:
-            # the leader knows no such epoch: truncate to the follower's high watermark
-            return Truncation(min(follower_hw, leo), rounds, epoch)
-        mine_epoch, mine_end = cache.end_offset_for(epoch, leo)
-        if mine_epoch == UNDEFINED_EPOCH:
-            return Truncation(min(end, leo), rounds, epoch)
-        if mine_epoch != epoch:
-            leo = min(mine_end, leo)
-            cache.truncate_from_end(leo)
-            continue
-        return Truncation(min(mine_end, end, leo), rounds, epoch)
+        target, final = truncation_step(epoch, end, cache, leo, follower_hw)
+        if final:
+            return Truncation(target, rounds, epoch)
+        leo = target
+        cache.truncate_from_end(leo)
