@@ -29,13 +29,12 @@ assert _TIME_ENTRY.itemsize == time_index.ENTRY_SIZE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class OffsetIndexColumns:
-    """An offset index's accepted entries as columns (absolute offsets, positions, and where
-    each entry sits in the file), plus what the reader reported."""
+class _IndexColumns:
+    """What both index kinds hold: absolute offsets, where each entry sits in the file, and
+    what the reader reported."""
 
     base_offset: int
     offset: I64
-    position: I64
     file_position: I64
     problems: tuple[FormatError, ...] = ()
     preallocated_tail_bytes: int = 0
@@ -43,6 +42,24 @@ class OffsetIndexColumns:
 
     def __len__(self) -> int:
         return len(self.offset)
+
+    def entry(self, k: int) -> OffsetIndexEntry | TimeIndexEntry:
+        raise NotImplementedError
+
+    def _read(self, read_type: type[OffsetIndexRead] | type[TimeIndexRead]
+              ) -> OffsetIndexRead | TimeIndexRead:
+        return read_type(base_offset=self.base_offset,
+                         entries=tuple(self.entry(k) for k in range(len(self))),  # type: ignore[arg-type]
+                         problems=self.problems,
+                         preallocated_tail_bytes=self.preallocated_tail_bytes, path=self.path)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class OffsetIndexColumns(_IndexColumns):
+    """An offset index's accepted entries as columns (absolute offsets, positions, and where
+    each entry sits in the file), plus what the reader reported."""
+
+    position: I64
 
     def entry(self, k: int) -> OffsetIndexEntry:
         offset = int(self.offset[k])
@@ -52,28 +69,15 @@ class OffsetIndexColumns:
 
     def to_read(self) -> OffsetIndexRead:
         """The per-entry reader's result (entries as objects)."""
-        return OffsetIndexRead(base_offset=self.base_offset,
-                               entries=tuple(self.entry(k) for k in range(len(self))),
-                               problems=self.problems,
-                               preallocated_tail_bytes=self.preallocated_tail_bytes,
-                               path=self.path)
+        return self._read(OffsetIndexRead)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class TimeIndexColumns:
+class TimeIndexColumns(_IndexColumns):
     """A time index's accepted entries as columns (timestamps, absolute offsets, where each
     entry sits in the file), plus what the reader reported."""
 
-    base_offset: int
     timestamp: I64
-    offset: I64
-    file_position: I64
-    problems: tuple[FormatError, ...] = ()
-    preallocated_tail_bytes: int = 0
-    path: str | None = field(default=None, compare=False)
-
-    def __len__(self) -> int:
-        return len(self.offset)
 
     def entry(self, k: int) -> TimeIndexEntry:
         offset = int(self.offset[k])
@@ -83,11 +87,7 @@ class TimeIndexColumns:
 
     def to_read(self) -> TimeIndexRead:
         """The per-entry reader's result (entries as objects)."""
-        return TimeIndexRead(base_offset=self.base_offset,
-                             entries=tuple(self.entry(k) for k in range(len(self))),
-                             problems=self.problems,
-                             preallocated_tail_bytes=self.preallocated_tail_bytes,
-                             path=self.path)
+        return self._read(TimeIndexRead)  # type: ignore[return-value]
 
 
 def _entries_before_zero_tail(data: bytes, entry_size: int) -> tuple[int, int]:
