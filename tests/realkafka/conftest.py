@@ -1,0 +1,81 @@
+"""Fixtures that run real Apache Kafka (``node.py``) and its tools (``tools.py``).
+
+Without Java or Maven Central the tests here are skipped with one line saying what they need;
+CI has both (``.ci/deps`` resolves the jars first), so there they always run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from . import dist
+from .node import KafkaCluster
+from .tools import JavaClient, KafkaTools
+
+
+def require_kafka(version: str) -> None:
+    try:
+        dist.resolve(version)
+        dist.driver_classes(version)
+    except dist.KafkaUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def kafka_tools_by_version() -> Iterator[dict[str, KafkaTools]]:
+    tools: dict[str, KafkaTools] = {}
+    yield tools
+    for tool in tools.values():
+        tool.close()
+
+
+@pytest.fixture(params=dist.KAFKA_VERSIONS, ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
+def kafka_version(request: pytest.FixtureRequest) -> str:
+    """Each pinned Kafka version in turn (the newest 4.x, then the newest 4.0.x)."""
+    require_kafka(request.param)
+    return str(request.param)
+
+
+@pytest.fixture
+def kafka_tools(kafka_version: str, kafka_tools_by_version: dict[str, KafkaTools]) -> KafkaTools:
+    """Kafka's command-line tools of this version, in one JVM shared by the session."""
+    if kafka_version not in kafka_tools_by_version:
+        kafka_tools_by_version[kafka_version] = KafkaTools(kafka_version)
+    return kafka_tools_by_version[kafka_version]
+
+
+@pytest.fixture
+def kafka_cluster(kafka_version: str, tmp_path: Path) -> Iterator[Callable[..., KafkaCluster]]:
+    """A factory: ``kafka_cluster(brokers=1, settings={...}, features={...})`` formats and
+    starts real KRaft nodes; all are killed when the test ends, their log dirs kept under
+    ``tmp_path``."""
+    clusters: list[KafkaCluster] = []
+
+    def make(brokers: int = 1, settings: dict[str, str] | None = None,
+             features: dict[str, int] | None = None, name: str = "kafka") -> KafkaCluster:
+        cluster = KafkaCluster.create(kafka_version, tmp_path / name, brokers=brokers,
+                                      settings=settings, features=features)
+        clusters.append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in clusters:
+        cluster.kill()
+
+
+@pytest.fixture
+def java_client(kafka_version: str, tmp_path: Path) -> Iterator[Callable[[], JavaClient]]:
+    """A factory of Kafka's Java clients of this version; all are closed at the end."""
+    clients: list[JavaClient] = []
+
+    def make() -> JavaClient:
+        client = JavaClient(kafka_version, tmp_path / f"java-client-{len(clients)}.log")
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.kill()
