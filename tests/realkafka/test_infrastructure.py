@@ -53,3 +53,24 @@ def test_combined_node_runs_kafkas_tools_and_java_client(kafka_cluster, kafka_to
     node.start()
     node.kill()
     assert not node.running
+
+
+def test_three_brokers_with_their_controller_survive_a_killed_leader(kafka_cluster,
+                                                                     java_client) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = kafka_cluster(brokers=3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic("replicated", 1, 3)]).values():
+        future.result(30)
+    producer: JavaClient = java_client()
+    producer.producer(bootstrap_servers=cluster.bootstrap, acks="all")
+    producer.send("replicated", 0, "k", "before")
+    assert producer.flush() == [0]
+    leader = admin.list_topics("replicated", timeout=10).topics["replicated"].partitions[0].leader
+    cluster.broker(leader).kill()
+    producer.send("replicated", 0, "k", "after")
+    assert producer.flush() == [1]
+    cluster.broker(leader).start()
+    for node in cluster.brokers:
+        assert (node.log_dir / "replicated-0").is_dir()
