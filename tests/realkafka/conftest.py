@@ -13,6 +13,7 @@ import pytest
 
 from . import dist
 from .node import KafkaCluster
+from .storage import KafkaLoad
 from .tools import JavaClient, KafkaTools
 
 
@@ -32,6 +33,15 @@ def kafka_tools_by_version() -> Iterator[dict[str, KafkaTools]]:
         tool.close()
 
 
+@pytest.fixture(scope="session")
+def kafka_load_by_version() -> Iterator[dict[str, KafkaLoad]]:
+    """Kafka's log load (``storage.KafkaLoad``), one JVM per version for the session."""
+    loads: dict[str, KafkaLoad] = {}
+    yield loads
+    for load in loads.values():
+        load.close()
+
+
 @pytest.fixture(params=dist.KAFKA_VERSIONS, ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
 def kafka_version(request: pytest.FixtureRequest) -> str:
     """Each pinned Kafka version in turn (the newest 4.x, then the newest 4.0.x)."""
@@ -45,6 +55,14 @@ def kafka_tools(kafka_version: str, kafka_tools_by_version: dict[str, KafkaTools
     if kafka_version not in kafka_tools_by_version:
         kafka_tools_by_version[kafka_version] = KafkaTools(kafka_version)
     return kafka_tools_by_version[kafka_version]
+
+
+@pytest.fixture
+def kafka_load(kafka_version: str, kafka_load_by_version: dict[str, KafkaLoad]) -> KafkaLoad:
+    """Kafka's own log load of this version (``LogManager#loadLog`` on copies of log dirs)."""
+    if kafka_version not in kafka_load_by_version:
+        kafka_load_by_version[kafka_version] = KafkaLoad(kafka_version)
+    return kafka_load_by_version[kafka_version]
 
 
 @pytest.fixture
