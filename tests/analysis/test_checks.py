@@ -224,6 +224,22 @@ def test_zero_tail_on_the_active_segment_is_normal(tmp_path: Path) -> None:
     assert of_kind(inspect(tmp_path), "index_mismatch") == []
 
 
+def test_preallocated_indexes_of_an_empty_segment_are_normal(tmp_path: Path) -> None:
+    """A live copy of a partition without records: Kafka created its index files on the first
+    read (a coordinator loading ``__transaction_state``), preallocated with zeros."""
+    b = LogDirBuilder(tmp_path)
+    b.partition("t", 0)
+    b.build()
+    _index_path(tmp_path, 0, ".log").write_bytes(b"")
+    _index_path(tmp_path, 0, ".index").write_bytes(bytes(4096))
+    _index_path(tmp_path, 0, ".timeindex").write_bytes(bytes(4092))
+    assert of_kind(inspect(tmp_path), "index_mismatch") == []
+    # a real entry in an empty segment still disagrees with it
+    _index_path(tmp_path, 0, ".index").write_bytes(bytes.fromhex("0000000100000040"))
+    [f] = of_kind(inspect(tmp_path), "index_mismatch")
+    assert "the segment holds no batches" in f.message
+
+
 def test_index_length_problem_is_reported_once(tmp_path: Path) -> None:
     _two_indexed_segments(tmp_path)
     path = _index_path(tmp_path, 0, ".index")

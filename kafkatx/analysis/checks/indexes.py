@@ -126,7 +126,12 @@ def _bad_offset_entries(ctx: SegmentContext,
     m = len(read)
     eo, ep = read.offset, read.position
     if not n:
-        return [(k, f"the segment holds no batches ({size} bytes)") for k in range(m)]
+        # An all-zero entry 0 is the preallocated file of a live or crashed segment, not an
+        # entry: the append that indexes a batch is never a segment's first
+        # (``LogSegment#append`` indexes past ``index.interval.bytes``)
+        zero = int(eo[0]) == ctx.base_offset and int(ep[0]) == 0 if m else False
+        return [(k, f"the segment holds no batches ({size} bytes)") for k in range(m)
+                if not (k == 0 and zero)]
     pos, base, last = h.position, h.base_offset, h.last_offset
     i = np.searchsorted(pos, ep)
     ic = np.minimum(i, n - 1)
