@@ -20,6 +20,7 @@ from kafkatx.errors import FormatError
 from kafkatx.formats import offset_index, time_index
 from kafkatx.formats.offset_index import OffsetIndexEntry, OffsetIndexRead, read_offset_index
 from kafkatx.formats.time_index import TimeIndexEntry, TimeIndexRead, read_time_index
+from kafkatx.formats.zero_tail import zero_tail_start
 
 I64 = npt.NDArray[np.int64]
 _OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
@@ -93,7 +94,7 @@ class TimeIndexColumns(_IndexColumns):
 def _entries_before_zero_tail(data: bytes, entry_size: int) -> tuple[int, int]:
     """(whole entries in the file, index of the first entry lying wholly in its zero tail)."""
     whole = len(data) - len(data) % entry_size
-    zero_from = len(data[:whole].rstrip(b"\0"))
+    zero_from = zero_tail_start(data, whole)
     return whole // entry_size, -(-zero_from // entry_size)
 
 

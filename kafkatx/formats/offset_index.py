@@ -18,6 +18,7 @@ import construct as c
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.primitives import INT32_MAX, Int32
+from kafkatx.formats.zero_tail import zero_tail_start
 
 ENTRY_SIZE = 8
 
@@ -89,7 +90,7 @@ def read_offset_index(
     data = bytes(data)
     size = len(data)
     whole = size - size % ENTRY_SIZE
-    zero_from = len(data[:whole].rstrip(b"\0"))  # every byte from here to ``whole`` is zero
+    zero_from = zero_tail_start(data, whole)  # every byte from here to ``whole`` is zero
     problems: list[FormatError] = []
     entries: list[OffsetIndexEntry] = []
     tail = 0

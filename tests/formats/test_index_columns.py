@@ -109,3 +109,15 @@ def test_all_zero_offset_index_keeps_entry_zero_on_the_fast_path() -> None:
     assert offset_index_common_case(data) is not None
     cols = read_offset_index_columns(data, base_offset=100)
     assert cols.offset.tolist() == [100] and cols.preallocated_tail_bytes == 24
+
+
+@given(st.binary(max_size=64), st.integers(0, 3_000_000), st.binary(max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_zero_tail_start_is_where_the_zeros_to_the_end_begin(head: bytes, zeros: int,
+                                                             after: bytes) -> None:
+    """Searched from the end a megabyte at a time, it agrees with stripping the zeros."""
+    from kafkatx.formats.zero_tail import zero_tail_start
+
+    data = head + bytes(zeros) + after
+    for end in (len(data), len(head) + zeros, len(head) // 2):
+        assert zero_tail_start(data, end) == len(data[:end].rstrip(b"\0"))
