@@ -22,6 +22,7 @@ from kafkatx.analysis.findings import INFO, WARNING, Finding, location
 from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.partition_count import GIVEN, PartitionCount, detect_partition_count
 from kafkatx.analysis.partition_entries import iter_partition_entries
+from kafkatx.analysis.replica_authority import authoritative_copy
 from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError
 from kafkatx.formats import transaction_log
@@ -358,7 +359,9 @@ MAX_COPY_NOTES = 3  # partitions with copies named one by one; more are summed u
 def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str = TOPIC
                   ) -> list[PartitionDir]:
     """One directory per partition number of ``topic``: copies of several brokers are replicas
-    of the same log; the largest is read (the others are named in ``problems``)."""
+    of the same log; the authoritative one is read, the leader's as a new coordinator loads it
+    (:func:`~kafkatx.analysis.replica_authority.authoritative_copy`; the others are named in
+    ``problems``)."""
     copies: dict[int, list[PartitionDir]] = {}
     for p in pdirs:
         if p.topic == topic and p.is_live:
@@ -366,16 +369,17 @@ def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str
     chosen = []
     notes = []
     for partition, dirs in sorted(copies.items()):
-        best = max(dirs, key=lambda d: (sum(s.log_size for s in d.segments), str(d.path)))
+        best = authoritative_copy(dirs, problems)
         chosen.append(best)
         others = [str(d.path) for d in dirs if d is not best]
         if others:
             notes.append(f"{topic}-{partition}: {len(dirs)} copies (replicas); read "
-                         f"{best.path}, the largest; not read: {', '.join(others)}")
+                         f"{best.path}, the newest leader epoch's (then the longest); not "
+                         f"read: {', '.join(others)}")
     if len(notes) > MAX_COPY_NOTES:  # several brokers' log dirs: the normal case, said once
         problems.append(f"{topic}: {len(notes)} partitions have copies of several brokers "
-                        "(replicas); the largest copy of each was read (inspect's "
-                        "replicas table compares the copies)")
+                        "(replicas); the copy of the newest leader epoch of each was read "
+                        "(inspect's replicas table compares the copies)")
     else:
         problems.extend(notes)
     return chosen

@@ -18,11 +18,11 @@ import numpy as np
 
 from kafkatx.analysis.findings import ERROR, INFO, WARNING, Finding
 from kafkatx.analysis.partition_report import PartitionReport
+from kafkatx.analysis.replica_authority import ReplicaSet, position, replica_sets
 from kafkatx.errors import UnreadableFileError
-from kafkatx.formats.checkpoints import read_leader_epoch_checkpoint
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import scan_segment
-from kafkatx.semantics.leader_epochs import EpochCache, truncation_offset
+from kafkatx.semantics.leader_epochs import truncation_offset
 from kafkatx.storage.discovery import Discovery, PartitionDir
 from kafkatx.storage.files import open_bytes
 
@@ -109,27 +109,29 @@ class ReplicaComparison:
 
 
 def compare_replicas(discovery: Discovery | None, reports: Sequence[PartitionReport],
-                     problems: list[str]) -> list[ReplicaComparison]:
-    """Every partition present in several log dirs, its copies compared."""
+                     problems: list[str],
+                     sets: dict[tuple[str, int], ReplicaSet] | None = None
+                     ) -> list[ReplicaComparison]:
+    """Every partition present in several log dirs, its copies compared. ``sets``: the
+    :func:`~kafkatx.analysis.replica_authority.replica_sets` of the inspection; None: found
+    here."""
     if discovery is None:
         return []
     by_path = {r.path: r for r in reports}
-    groups: dict[tuple[str, int], list[PartitionDir]] = {}
-    for p in discovery.all_partitions():
-        if p.is_live and p.log_dir is not None and str(p.path) in by_path:
-            groups.setdefault((p.topic, p.partition), []).append(p)
+    if sets is None:
+        sets = replica_sets(discovery.all_partitions(), problems)
     out = []
-    for (topic, partition), dirs in sorted(groups.items()):
-        if len(dirs) > 1:
-            out.append(_compare(topic, partition, dirs, by_path, problems))
+    for (topic, partition), rs in sorted(sets.items()):
+        dirs = [d for d in rs.copies if str(d.path) in by_path]
+        if len(dirs) > 1 and str(rs.leader.path) in by_path:
+            out.append(_compare(topic, partition, dirs, rs.leader, by_path, problems))
     return out
 
 
-def _compare(topic: str, partition: int, dirs: list[PartitionDir],
+def _compare(topic: str, partition: int, dirs: list[PartitionDir], leader_dir: PartitionDir,
              by_path: dict[str, PartitionReport], problems: list[str]) -> ReplicaComparison:
     batches = {str(d.path): _Batches.of(d, problems) for d in dirs}
-    caches = {str(d.path): _epoch_cache(d, batches[str(d.path)],
-                                        by_path[str(d.path)].log_end_offset, problems)
+    caches = {str(d.path): position(d, problems, by_path[str(d.path)].log_end_offset).cache
               for d in dirs}
     copies = []
     for d in dirs:
@@ -142,8 +144,7 @@ def _compare(topic: str, partition: int, dirs: list[PartitionDir],
             latest_leader_epoch=caches[key].latest_epoch,
             open_transactions=sorted((t.producer_id, t.first_offset)
                                      for t in r.open_transactions)))
-    # the newest epoch's copy; equal epochs: the longest; then the first in log dir order
-    leader = max(copies, key=lambda c: (c.latest_leader_epoch, c.log_end_offset))
+    leader = next(c for c in copies if c.path == str(leader_dir.path))
     out = ReplicaComparison(topic=topic, partition=partition, copies=copies)
     lb = batches[leader.path]
     for c in copies:
@@ -161,27 +162,6 @@ def _compare(topic: str, partition: int, dirs: list[PartitionDir],
         out.findings.extend(_prefix_mismatch(topic, partition, leader, lb, c, batches[c.path], t))
         out.findings.extend(_marker_mismatch(topic, partition, leader, lb, c, batches[c.path], t))
     return out
-
-
-def _epoch_cache(pdir: PartitionDir, b: _Batches, leo: int, problems: list[str]) -> EpochCache:
-    """The broker's ``LeaderEpochFileCache``: its ``leader-epoch-checkpoint`` (which also holds
-    epochs a new leader assigned before appending, ``Partition#makeLeader``), the epochs past
-    the log end dropped; rebuilt from the batches when the file is missing or unreadable."""
-    path = pdir.leader_epoch_checkpoint
-    if path is not None:
-        try:
-            with open_bytes(path) as data:
-                cp = read_leader_epoch_checkpoint(bytes(data), path=str(path))
-        except UnreadableFileError as exc:
-            problems.append(str(exc))
-        else:
-            if not cp.problems and cp.entries:
-                cache = EpochCache()
-                for e in cp.entries:
-                    cache.assign(e.epoch, e.start_offset)
-                cache.entries = [(e, s) for e, s in cache.entries if s <= leo]
-                return cache
-    return EpochCache.from_batches(zip(b.epoch.tolist(), b.base.tolist(), strict=True))
 
 
 def _finding(kind: str, topic: str, partition: int, offset: int | None, message: str,

@@ -35,6 +35,7 @@ from kafkatx.analysis.metadata_settings import (
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
+from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
@@ -85,6 +86,7 @@ class Inspection:
     discovery: Discovery | None = None
     timeline: Timeline | None = None  # with keep_timeline: the transactions joined
     replicas: list[ReplicaComparison] = field(default_factory=list)  # several brokers' copies
+    replica_sets: dict[tuple[str, int], ReplicaSet] = field(default_factory=dict)
     clusters: list[Any] = field(default_factory=list)  # ClusterViews of KRaft metadata logs
     coordinator: CoordinatorView | None = None  # the __transaction_state partitions replayed
 
@@ -354,11 +356,13 @@ def start_inspection(
         value, said = max_transaction_timeout(disc)
         options = replace(options, max_transaction_timeout_ms=value, max_timeout_said=said)
     result = Inspection(discovery=disc, problems=list(disc.problems))
+    result.replica_sets = replica_sets(disc.all_partitions(), result.problems)
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
                                              num_partitions=options.transaction_state_partitions,
                                              max_timeout_ms=options.max_transaction_timeout_ms,
                                              keep_timeline=keep_timeline,
-                                             selection=selection or Selection())
+                                             selection=selection or Selection(),
+                                             followers=follower_paths(result.replica_sets))
     checkpoints: dict[int, list[RootOffsets]] = {}
     for log_dir in disc.log_dirs:
         offsets, cp_findings = _root_offsets(log_dir)
@@ -380,7 +384,8 @@ def add_partition(result: Inspection, report: PartitionReport) -> None:
 
 def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspection:
     """The coordinator-side findings of the join, the ranking, the timeline."""
-    result.replicas = compare_replicas(result.discovery, result.partitions, result.problems)
+    result.replicas = compare_replicas(result.discovery, result.partitions, result.problems,
+                                       result.replica_sets)
     result.findings.extend(f for comp in result.replicas for f in comp.findings)
     told = joined.finish()  # may tell some partition findings again (joined.revise)
     result.findings = joined.revise(result.findings)

@@ -548,6 +548,6 @@ def test_many_replicated_partitions_are_one_note(tmp_path: Path) -> None:
     partitions = {partition_for(t) for t in ids}
     assert len(partitions) > 3
     assert view.problems == [f"__transaction_state: {len(partitions)} partitions have copies of "
-                             "several brokers (replicas); the largest copy of each was read "
-                             "(inspect's replicas table compares the copies)"]
+                             "several brokers (replicas); the copy of the newest leader epoch of "
+                             "each was read (inspect's replicas table compares the copies)"]
     assert sorted(view.histories) == sorted(ids)

@@ -18,6 +18,7 @@ from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.findings import INFO, Finding
 from kafkatx.analysis.metadata_settings import metadata_partition_count
+from kafkatx.analysis.replica_authority import REPLICATED_KINDS
 from kafkatx.analysis.timeline import (
     CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
@@ -46,13 +47,17 @@ class CoordinatorChecks:
     """The joined checks of one inspection.
 
     ``now_ms`` is ``--now`` (None: the newest timestamp among the coordinator's log and each
-    partition's); ``present`` the live partitions among the evidence.
+    partition's); ``present`` the live partitions among the evidence; ``followers`` the paths
+    of the copies of a partition that are not its authoritative copy
+    (:mod:`kafkatx.analysis.replica_authority`): they take no part in the join.
     """
 
     def __init__(self, view: CoordinatorView | None, *, present: set[TopicPartition],
                  now_ms: int | None = None, keep_timeline: bool = False,
-                 selection: Selection | None = None, max_timeout_ms: int = 900_000) -> None:
+                 selection: Selection | None = None, max_timeout_ms: int = 900_000,
+                 followers: frozenset[str] = frozenset()) -> None:
         self.view = view
+        self.followers = followers
         self.max_timeout_ms = max_timeout_ms
         self.join = TransactionJoin(view)
         self.now_ms = now_ms
@@ -70,8 +75,8 @@ class CoordinatorChecks:
     @classmethod
     def for_discovery(cls, disc: Discovery, *, now_ms: int | None = None,
                       num_partitions: int | None = None, keep_timeline: bool = False,
-                      selection: Selection | None = None, max_timeout_ms: int = 900_000
-                      ) -> CoordinatorChecks:
+                      selection: Selection | None = None, max_timeout_ms: int = 900_000,
+                      followers: frozenset[str] = frozenset()) -> CoordinatorChecks:
         """``num_partitions``: ``transaction.state.log.num.partitions`` (None: detected, from a
         KRaft metadata log among the evidence first); ``max_timeout_ms``:
         ``--max-transaction-timeout-ms``."""
@@ -84,13 +89,17 @@ class CoordinatorChecks:
                 if has_coordinator else None)
         return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
                    keep_timeline=keep_timeline, selection=selection,
-                   max_timeout_ms=max_timeout_ms)
+                   max_timeout_ms=max_timeout_ms, followers=followers)
 
     # -- per partition -----------------------------------------------------------------------
 
     def on_partition(self, pdir: PartitionDir, ctx: PartitionContext, findings: list[Finding]
                      ) -> list[Finding]:
-        """The partition's findings with transactional ids and the joined findings added."""
+        """The partition's findings with transactional ids and the joined findings added; a
+        follower's copy keeps only its own files' findings (the authoritative copy tells the
+        partition's transactions, the replica comparison what differs)."""
+        if str(pdir.path) in self.followers:
+            return [f for f in findings if f.kind not in REPLICATED_KINDS]
         if ctx.topic == COORDINATOR_TOPIC:
             return findings
         replay = ctx.replay
