@@ -42,14 +42,17 @@ def kafka_load_by_version() -> Iterator[dict[str, KafkaLoad]]:
         load.close()
 
 
-@pytest.fixture(params=dist.KAFKA_VERSIONS, ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
+@pytest.fixture(scope="module", params=dist.KAFKA_VERSIONS,
+                ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
 def kafka_version(request: pytest.FixtureRequest) -> str:
-    """Each pinned Kafka version in turn (the newest 4.x, then the newest 4.0.x)."""
+    """Each pinned Kafka version in turn (the newest 4.x, then the newest 4.0.x); module-scoped,
+    so a module runs all its tests on one version, then all on the next, and a node shared by
+    the module's tests (``module_kafka_cluster``) starts once per version."""
     require_kafka(request.param)
     return str(request.param)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def kafka_tools(kafka_version: str, kafka_tools_by_version: dict[str, KafkaTools]) -> KafkaTools:
     """Kafka's command-line tools of this version, in one JVM shared by the session."""
     if kafka_version not in kafka_tools_by_version:
@@ -65,23 +68,36 @@ def kafka_load(kafka_version: str, kafka_load_by_version: dict[str, KafkaLoad]) 
     return kafka_load_by_version[kafka_version]
 
 
-@pytest.fixture
-def kafka_cluster(kafka_version: str, tmp_path: Path) -> Iterator[Callable[..., KafkaCluster]]:
-    """A factory: ``kafka_cluster(brokers=1, settings={...}, features={...})`` formats and
-    starts real KRaft nodes; all are killed when the test ends, their log dirs kept under
-    ``tmp_path``."""
+def _cluster_factory(version: str, home: Path) -> Iterator[Callable[..., KafkaCluster]]:
     clusters: list[KafkaCluster] = []
 
     def make(brokers: int = 1, settings: dict[str, str] | None = None,
-             features: dict[str, int] | None = None, name: str = "kafka") -> KafkaCluster:
-        cluster = KafkaCluster.create(kafka_version, tmp_path / name, brokers=brokers,
+             features: dict[str, int] | None = None, name: str = "kafka",
+             start: bool = True) -> KafkaCluster:
+        cluster = KafkaCluster.create(version, home / name, brokers=brokers,
                                       settings=settings, features=features)
         clusters.append(cluster)
-        return cluster.start()
+        return cluster.start() if start else cluster
 
     yield make
     for cluster in clusters:
         cluster.kill()
+
+
+@pytest.fixture
+def kafka_cluster(kafka_version: str, tmp_path: Path) -> Iterator[Callable[..., KafkaCluster]]:
+    """A factory: ``kafka_cluster(brokers=1, settings={...}, features={...})`` formats and
+    starts real KRaft nodes (``start=False``: only formats them); all are killed when the test
+    ends, their log dirs kept under ``tmp_path``."""
+    yield from _cluster_factory(kafka_version, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_kafka_cluster(kafka_version: str, tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[Callable[..., KafkaCluster]]:
+    """``kafka_cluster`` for nodes that the tests of one module share (one start per version);
+    killed when the module's tests of that version are done."""
+    yield from _cluster_factory(kafka_version, tmp_path_factory.mktemp(f"kafka-{kafka_version}"))
 
 
 @pytest.fixture

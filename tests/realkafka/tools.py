@@ -204,9 +204,14 @@ class JavaClient:
     def consumer(self, **props: Any) -> None:
         self.call("consumer", *(f"{k.replace('_', '.')}={v}" for k, v in props.items()))
 
-    def send(self, topic: str, partition: int, key: str | None, value: str | None) -> None:
-        self.call("send", topic, partition, "\0" if key is None else key,
-                  "\0" if value is None else value)
+    def send(self, topic: str, partition: int, key: str | None, value: str | None,
+             timestamp_ms: int | None = None) -> None:
+        """An asynchronous send; ``timestamp_ms``: the record's CreateTime (default: now)."""
+        fields: list[Any] = [topic, partition, "\0" if key is None else key,
+                             "\0" if value is None else value]
+        if timestamp_ms is not None:
+            fields.append(timestamp_ms)
+        self.call("send", *fields)
 
     def flush(self) -> list[int]:
         """Waits for every send since the last flush; their offsets."""
@@ -222,6 +227,9 @@ class JavaClient:
 
     def end_offset(self, topic: str, partition: int) -> int:
         return int(self.call("end-offsets", topic, partition)[-1])
+
+    def position(self, topic: str, partition: int) -> int:
+        return int(self.call("position", topic, partition)[-1])
 
     def kill(self) -> None:
         """SIGKILL: the client dies with whatever it had in flight."""

@@ -34,7 +34,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <pre>
  * producer  k=v...                       a KafkaProducer with these properties
  * init | begin | commit | abort | flush | close
- * send      topic partition key value    an asynchronous send (partition -1: the partitioner's)
+ * send      topic partition key value [timestamp]
+ *                                        an asynchronous send (partition -1: the partitioner's;
+ *                                        timestamp: the record's CreateTime in epoch ms)
  * offsets   group topic partition offset sendOffsetsToTransaction
  * consumer  k=v...                       a KafkaConsumer with these properties
  * assign    topic partition [topic partition...]
@@ -42,6 +44,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * seek      topic partition offset
  * poll      millis                       rec topic partition offset key value, then ok n
  * end-offsets topic partition            ok offset (the LSO under read_committed)
+ * position  topic partition              ok offset (the consumer's next fetch offset)
  * commit-sync                            commitSync of the consumer's positions
  * </pre>
  */
@@ -83,8 +86,9 @@ public final class ClientDriver {
                 return "ok";
             case "send":
                 int partition = Integer.parseInt(f[2]);
+                Long timestamp = f.length > 5 ? Long.valueOf(f[5]) : null;
                 pending.add(producer.send(new ProducerRecord<>(f[1], partition < 0 ? null : partition,
-                    bytes(f[3]), bytes(f[4]))));
+                    timestamp, bytes(f[3]), bytes(f[4]))));
                 return "ok";
             case "flush":
                 producer.flush();
@@ -152,6 +156,8 @@ public final class ClientDriver {
             case "end-offsets":
                 TopicPartition tp = new TopicPartition(f[1], Integer.parseInt(f[2]));
                 return "ok " + consumer.endOffsets(List.of(tp)).get(tp);
+            case "position":
+                return "ok " + consumer.position(new TopicPartition(f[1], Integer.parseInt(f[2])));
             case "commit-sync":
                 consumer.commitSync();
                 return "ok";
