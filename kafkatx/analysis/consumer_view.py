@@ -435,15 +435,18 @@ def _by_segment(bases: list[int], entries: list[AbortedTxnEntry]
     return out
 
 
-def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: int
-                   ) -> PartitionDir:
+def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: int,
+                   problems: list[str] | None = None) -> PartitionDir:
+    """The partition's dir; of several brokers' copies, the authoritative one, whose records a
+    consumer of the leader gets (``replica_authority.authoritative_copy``)."""
     matches = [p for p in partitions if p.topic == topic and p.partition == partition]
     if not matches:
         raise KafkatxError(f"no partition {topic}-{partition} under the given paths")
     if len(matches) > 1:
-        where = ", ".join(str(p.path) for p in matches)
-        raise KafkatxError(f"{topic}-{partition} is in several log dirs ({where}); give the one "
-                           "to replay as PATH, or --broker LABEL")
+        from kafkatx.analysis.replica_authority import authoritative_copy
+
+        live = [p for p in matches if p.is_live] or matches
+        return authoritative_copy(live, [] if problems is None else problems)
     return matches[0]
 
 

@@ -42,7 +42,8 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
               help="Partition number.")
 @click.option("--broker", default=None, metavar="LABEL",
               help="The copy to replay when the partition is in several log dirs: the log "
-                   "dir's label as inspect shows it (e.g. broker-2).")
+                   "dir's label as inspect shows it (e.g. broker-2); default: the "
+                   "authoritative copy.")
 @click.option("--isolation", type=click.Choice(["read_committed", "read_uncommitted"]),
               default="read_committed", show_default=True, help="The consumer's isolation.level.")
 @click.option("--from-offset", type=OFFSET, help="Where the consumer starts fetching "
@@ -81,6 +82,13 @@ def replay_command(
     disc = discover(paths)
     pdir = find_partition(disc.all_partitions(), topic, partition) if broker is None \
         else replica_of(disc.all_partitions(), topic, partition, broker)
+    copies = sum((p.topic, p.partition) == (topic, partition) for p in disc.all_partitions())
+    if broker is None and copies > 1:
+        err.print(f"{topic}-{partition} is in {copies} log dirs: replaying "
+                  f"{pdir.log_dir.label if pdir.log_dir is not None else pdir.path}'s copy, the "
+                  "authoritative one (newest leader epoch, then longest), as a consumer of the "
+                  "leader reads it; --broker LABEL replays another", markup=False,
+                  highlight=False)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     start = log_start_offsets(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)

@@ -162,6 +162,12 @@ def test_unclean_election_lost_acknowledged_records(tmp_path: Path) -> None:
         keys[name] = [json.loads(line)["key"] for line in out.splitlines()]
     assert keys["broker-1"][6:] == ["a6", "a7", "a8", "a9"]
     assert keys["broker-2"][6:] == ["b6", "b7", "b8"]
+    # without --broker: the authoritative copy, what a consumer of the new leader reads
+    result = CliRunner().invoke(cli, ["replay", str(tmp_path), "--topic", "t", "--partition",
+                                      "0", "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["key"] for line in result.stdout.splitlines()] == keys["broker-2"]
+    assert "replaying broker-2's copy, the authoritative one" in result.stderr
 
 
 def test_a_marker_on_the_old_leader_only(tmp_path: Path) -> None:
