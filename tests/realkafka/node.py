@@ -284,6 +284,11 @@ class KafkaCluster:
 
 
 def _random_cluster_id() -> str:
+    """As ``Uuid#randomUuid``: never one starting with "-", which the tools' argument parsers
+    take for an option (``kafka-storage format -t -xyz...`` fails)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id

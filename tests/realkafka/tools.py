@@ -109,13 +109,16 @@ class KafkaTools:
     def transactions(self, bootstrap: str, *args: str) -> ToolResult:
         return self.run(TRANSACTIONS_COMMAND, "--bootstrap-server", bootstrap, *args)
 
-    def describe_producers(self, bootstrap: str, topic: str,
-                           partition: int) -> list[dict[str, str]]:
+    def describe_producers(self, bootstrap: str, topic: str, partition: int,
+                           broker_id: int | None = None) -> list[dict[str, str]]:
         """Rows: ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
-        CurrentTransactionStartOffset (``None`` when no transaction is open)."""
-        result = self.transactions(bootstrap, "describe-producers", "--topic", topic,
-                                   "--partition", str(partition)).check()
-        return parse_table(result.stdout)
+        CurrentTransactionStartOffset (``None`` when no transaction is open). From the
+        partition's leader, or with ``broker_id`` from that broker's replica (a follower's
+        too)."""
+        args = ["describe-producers", "--topic", topic, "--partition", str(partition)]
+        if broker_id is not None:
+            args += ["--broker-id", str(broker_id)]
+        return parse_table(self.transactions(bootstrap, *args).check().stdout)
 
     def find_hanging(self, bootstrap: str, broker_id: int,
                      max_transaction_timeout_ms: int | None = None) -> list[dict[str, str]]:
@@ -129,10 +132,18 @@ class KafkaTools:
         return parse_table(result.stdout)
 
     def describe_transaction(self, bootstrap: str, transactional_id: str) -> dict[str, str]:
+        """CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState
+        TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions
+        (comma-separated; empty when the transaction has none, as after CompleteCommit)."""
         result = self.transactions(bootstrap, "describe", "--transactional-id",
                                    transactional_id).check()
-        rows = parse_table(result.stdout.replace(", ", ","))
-        return rows[0] if rows else {}
+        lines = [line for line in result.stdout.replace(", ", ",").splitlines() if line.strip()]
+        if len(lines) < 2:
+            return {}
+        header, cells = lines[0].split(), lines[1].split()
+        if len(cells) == len(header) - 1:  # no partitions: the last column is empty
+            cells.append("")
+        return dict(zip(header, cells, strict=True))
 
     # kafka-consumer-groups.sh
     def describe_group(self, bootstrap: str, group: str) -> list[dict[str, str]]:
