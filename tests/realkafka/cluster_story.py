@@ -117,6 +117,7 @@ class Story:
     moments: dict[str, Moment] = field(default_factory=dict)
     clients: list[JavaClient] = field(default_factory=list)
     producers: list[Any] = field(default_factory=list)
+    consumer: JavaClient | None = None
     admin: Any = None
     started: float = field(default_factory=time.monotonic)
 
@@ -169,11 +170,15 @@ class Story:
                        ) -> dict[TopicPartition, list[tuple[int, bytes | None]]]:
         """What Kafka's Java consumer with isolation.level=read_committed receives from the
         start of each partition up to its LSO."""
-        consumer = self.java()
-        consumer.consumer(bootstrap_servers=self.cluster.bootstrap,
-                          isolation_level="read_committed", enable_auto_commit="false",
-                          auto_offset_reset="earliest")
+        if self.consumer is None:  # one consumer for every moment: a JVM start saved
+            self.consumer = self.java()
+            self.consumer.consumer(bootstrap_servers=self.cluster.bootstrap,
+                                   isolation_level="read_committed",
+                                   enable_auto_commit="false", auto_offset_reset="earliest")
+        consumer = self.consumer
         consumer.assign(*[x for tp in lso for x in tp])
+        for tp in lso:
+            consumer.seek(*tp, 0)
         got: dict[TopicPartition, list[tuple[int, bytes | None]]] = {tp: [] for tp in lso}
 
         def done() -> bool:
@@ -182,7 +187,6 @@ class Story:
             return all(int(consumer.position(*tp)) >= end for tp, end in lso.items())
 
         wait_for("the read_committed consumer to reach every LSO", done)
-        consumer.close()
         return got
 
     # -- the moments -----------------------------------------------------------------------

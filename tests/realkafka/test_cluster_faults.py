@@ -26,25 +26,19 @@ import pytest
 
 from tests.broker.kafkatx_cli import run_cli
 
-from . import dist
 from .cluster_story import DATA_PARTITIONS, Moment, Story, discard, run_story
-from .conftest import require_kafka
 from .tools import KafkaTools
 
 MOMENTS = ("live", "coordinator-killed", "unclean-election", "stopped")
 TopicPartition = tuple[str, int]
 
 
-@pytest.fixture(scope="module", params=dist.KAFKA_VERSIONS,
-                ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
-def story(request: pytest.FixtureRequest, kafka_tools_by_version: dict[str, KafkaTools],
+@pytest.fixture(scope="module")
+def story(kafka_version: str, kafka_tools: KafkaTools,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
-    version = str(request.param)
-    require_kafka(version)
-    if version not in kafka_tools_by_version:
-        kafka_tools_by_version[version] = KafkaTools(version)
-    told = run_story(version, tmp_path_factory.mktemp(f"cluster-{version}"),
-                     kafka_tools_by_version[version])
+    """The whole story on a fresh cluster of this version, driven once for the module."""
+    told = run_story(kafka_version, tmp_path_factory.mktemp(f"cluster-{kafka_version}"),
+                     kafka_tools)
     yield told
     discard(told)
 
