@@ -309,7 +309,7 @@ def group_report(loaded: LoadedGroups, reports: Sequence[PartitionReport],
     """Every group (or those named in ``groups``) with its partitions' positions and lag."""
     by_tp: dict[tuple[str, int], PartitionReport] = {}
     for r in reports:
-        by_tp.setdefault((r.topic, r.partition), r)  # several copies: the first, as discovered
+        by_tp.setdefault((r.topic, r.partition), r)  # copies: the caller passes one of each
     seen: dict[tuple[str, int], PartitionVisibility] = {}
     holders: dict[tuple[str, int], Holder | None] = {}
     wanted = set(groups)

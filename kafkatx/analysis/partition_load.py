@@ -1,14 +1,17 @@
-"""A partition's producer state as the broker loads it, and the LSO that follows from it.
+"""A partition's producer state as the running broker had it, and the LSO that follows from it.
 
-Mirrors ``UnifiedLog#rebuildProducerState`` -> ``ProducerStateManager#truncateAndReload`` /
-``#loadFromSnapshot``: snapshots at or below the log start offset or beyond the log end are
-deleted, the newest one left that reads without ``CorruptSnapshotException`` is loaded, and the
-batches from its offset to the log end are replayed on top (origin REPLICATION). That state is
-the broker's, and so it decides the open transactions and the LSO: a transaction that began in
-a segment retention has since deleted lives on in the snapshot (``#onLogStartOffsetIncremented``
-drops only completed transactions), and ``UnifiedLog#maybeIncrementFirstUnstableOffset`` then
-holds the LSO at the log start offset. Without a loadable snapshot the broker rebuilds from the
-log start, which is the whole-log replay itself.
+The running broker's state is rebuilt from the files as ``UnifiedLog#rebuildProducerState`` ->
+``ProducerStateManager#loadFromSnapshot`` rebuilds it: the newest snapshot in [log start, log
+end] that reads without ``CorruptSnapshotException`` is loaded, and the batches from its offset
+to the log end are replayed on top (origin REPLICATION). A snapshot *at* the log start offset
+counts: the broker wrote it when it rolled the segment that starts there (``UnifiedLog#roll``),
+with every producer of the segments retention deleted since, and the running broker still has
+them (``#onLogStartOffsetIncremented`` drops only completed transactions). So a transaction that
+began in a deleted segment lives on with its real first offset, and
+``UnifiedLog#maybeIncrementFirstUnstableOffset`` holds the LSO at the log start offset, as real
+Kafka answers on a live copy. (A restarting broker deletes a snapshot at the log start first,
+``#truncateAndReload``, and forgets that transaction: a restart's view, not this one.) Without a
+loadable snapshot the broker rebuilds from the log start, which is the whole-log replay itself.
 
 The whole-log replay (every retained batch, from a fresh state) stays what the checks audit;
 its transactions are reconciled here with the loaded state, so that every command reports an
@@ -63,9 +66,9 @@ def read_snapshots(snapshots: Iterable[tuple[int, Path]]) -> list[SnapshotFile]:
 
 def loadable_snapshot(snapshots: Iterable[SnapshotFile], log_start_offset: int,
                       log_end_offset: int) -> SnapshotFile | None:
-    """``truncateAndReload`` + ``loadFromSnapshot``: the newest snapshot in (log start, log end]
-    that reads without ``CorruptSnapshotException``."""
-    usable = [s for s in snapshots if log_start_offset < s.offset <= log_end_offset
+    """``loadFromSnapshot``: the newest snapshot in [log start, log end] that reads without
+    ``CorruptSnapshotException`` (one at the log start is the running broker's state there)."""
+    usable = [s for s in snapshots if log_start_offset <= s.offset <= log_end_offset
               and s.snapshot.loadable]
     return max(usable, key=lambda s: s.offset) if usable else None
 

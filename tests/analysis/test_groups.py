@@ -290,3 +290,23 @@ def test_records_of_an_unknown_key_type_are_ignored_and_said(tmp_path: Path) -> 
     (warning,) = [line for line in result.stderr.splitlines() if "key type 99" in line]
     assert warning.startswith("kafkatx: warning: ") and "__consumer_offsets-7/" in warning
     assert "offset 1: 2 record(s) with key type 99" in warning
+
+
+def test_several_brokers_copies_give_the_leaders_positions(tmp_path: Path) -> None:
+    """The log dirs of two brokers: broker-1's copy of t-0 lags (it stopped at offset 3),
+    broker-2's is the leader's (the newest leader epoch): a group's lag is against the
+    leader's log, as ``kafka-consumer-groups.sh --describe`` asks the leader
+    (``replica_authority``), not against the copy met first."""
+    for name, full in (("broker-1", False), ("broker-2", True)):
+        b = LogDirBuilder(tmp_path / name)
+        t = b.partition("t", 0)
+        t.data(pid=7, epoch=0, n=3, txn=True)
+        if full:
+            t.commit(pid=7, epoch=0).data(n=6)
+        co = b.partition(CO, 3)
+        commit(co, "g", "t", 0, 2)
+        b.build()
+        if full:
+            (t.dir / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 3\n")
+    (row,) = groups_json(tmp_path)["g"]["partitions"]
+    assert (row["high_watermark"], row["last_stable_offset"], row["lag_offsets"]) == (10, 10, 8)

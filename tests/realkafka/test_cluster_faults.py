@@ -126,12 +126,16 @@ def test_lso_and_open_transactions_are_the_leaders(moment: Moment) -> None:
 
 def test_each_copy_alone_is_that_brokers_replica(moment: Moment) -> None:
     """``describe-producers --broker-id N`` answers from broker N's replica, a follower's too:
-    ``kafkatx lso`` on N's log dir alone lists the same open transactions."""
+    ``kafkatx lso`` on N's log dir alone lists the same open transactions. Its HW is its own
+    checkpoint's, a follower's trailing the leader's: never above what ListOffsets answers, nor
+    its LSO (docs/replicas.md)."""
     assert moment.kafka.producers_on
     for (tp, broker), rows in moment.kafka.producers_on.items():
         alone = {(r["topic"], r["partition"]): r
                  for r in kafkatx("lso", moment.copies[broker])}
         assert open_in_kafkatx(alone[tp]) == open_in_kafka(rows), (tp, broker)
+        assert alone[tp]["high_watermark"] <= moment.kafka.hw[tp], (tp, broker)
+        assert alone[tp]["last_stable_offset"] <= moment.kafka.lso[tp], (tp, broker)
 
 
 def test_nothing_hangs_where_find_hanging_finds_nothing(moment: Moment) -> None:
