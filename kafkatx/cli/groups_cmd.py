@@ -28,6 +28,7 @@ from kafkatx.analysis.groups import (
     load_groups,
 )
 from kafkatx.analysis.partition_report import PartitionReport
+from kafkatx.analysis.replica_authority import follower_paths
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
@@ -70,7 +71,10 @@ def analyze_groups(engine: Engine, result: Inspection, problems: list[str], *,
             return None
         return visibility(engine, dirs[report.path], report, problems)
 
-    return group_report(loaded, result.partitions, result.findings, visibility_of,
+    # several brokers' copies: the partition's position is its authoritative copy's
+    followers = follower_paths(result.replica_sets)
+    reports = [r for r in result.partitions if r.path not in followers]
+    return group_report(loaded, reports, result.findings, visibility_of,
                         now_ms=now_ms, groups=groups)
 
 
