@@ -66,7 +66,7 @@ def test_version_names_the_supported_kafka_versions() -> None:
     assert proc.returncode == 0
     first, second = proc.stdout.splitlines()
     assert first.startswith("kafkatx 0.")
-    assert "Apache Kafka 0.8 to 4.1" in second and "KIP-890" in second
+    assert "Apache Kafka 0.8 to 4.4" in second and "KIP-890" in second
 
 
 @pytest.mark.parametrize("command", [

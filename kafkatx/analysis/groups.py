@@ -32,6 +32,7 @@ from kafkatx.formats.consumer_offsets import GroupMetadataValue, UnknownGroupRec
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import SegmentProblem
+from kafkatx.semantics.consumer_groups import ConsumerGroup
 from kafkatx.semantics.group_offsets import CommitRecord, GroupOffsetsLoad
 from kafkatx.storage.discovery import PartitionDir
 
@@ -83,10 +84,11 @@ class LoadedGroups:
     committed: dict[tuple[str, str, int], tuple[CommitRecord, int]] = field(default_factory=dict)
     pending: list[PendingCommit] = field(default_factory=list)
     metadata: dict[str, tuple[GroupMetadataValue, int]] = field(default_factory=dict)
+    consumer_groups: dict[str, tuple[ConsumerGroup, int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def group_names(self) -> list[str]:
-        names = {g for g, _, _ in self.committed} | set(self.metadata)
+        names = {g for g, _, _ in self.committed} | set(self.metadata) | set(self.consumer_groups)
         names |= {p.group for p in self.pending}
         return sorted(names)
 
@@ -116,6 +118,8 @@ def _load_partition(pdir: PartitionDir, out: LoadedGroups) -> None:
         out.committed[gtp] = (record, n)
     for name, value in load.groups.items():
         out.metadata[name] = (value, n)
+    for name, group in load.consumer_groups.groups.items():
+        out.consumer_groups[name] = (group, n)
     for pid, commits in sorted(load.pending.items()):
         for (group, topic, partition), record in sorted(commits.items()):
             out.pending.append(PendingCommit(
@@ -257,7 +261,9 @@ class GroupPartition:
 @dataclass(slots=True, kw_only=True)
 class GroupSummary:
     group: str
-    state: str  # Stable / Empty (members in the last group metadata), or unknown
+    # classic: Stable / Empty (members in the last group metadata); consumer (KIP-848): Empty /
+    # Assigning / Reconciling / Stable; unknown for groups that only commit offsets
+    state: str
     protocol_type: str | None
     protocol: str | None
     generation: int | None
@@ -265,6 +271,7 @@ class GroupSummary:
     consumer_offsets_partition: int | None
     partitions: list[GroupPartition] = field(default_factory=list)
     pending: list[PendingCommit] = field(default_factory=list)
+    group_type: str | None = None  # Kafka's GroupType: classic, consumer; None: unknown
 
     @property
     def last_commit_timestamp(self) -> int | None:
@@ -281,7 +288,8 @@ class GroupSummary:
 
     def summary_dict(self) -> dict[str, object]:
         return {
-            "group": self.group, "state": self.state, "protocol_type": self.protocol_type,
+            "group": self.group, "group_type": self.group_type, "state": self.state,
+            "protocol_type": self.protocol_type,
             "protocol": self.protocol, "generation": self.generation, "members": self.members,
             "consumer_offsets_partition": self.consumer_offsets_partition,
             "last_commit_timestamp": self.last_commit_timestamp,
@@ -348,6 +356,12 @@ def group_report(loaded: LoadedGroups, reports: Sequence[PartitionReport],
 
 
 def _summary(name: str, loaded: LoadedGroups) -> GroupSummary:
+    if name in loaded.consumer_groups:
+        group, n = loaded.consumer_groups[name]
+        return GroupSummary(group=name, state=group.state, protocol_type="consumer",
+                            protocol=group.preferred_server_assignor,
+                            generation=group.group_epoch, members=len(group.members),
+                            consumer_offsets_partition=n, group_type="consumer")
     if name not in loaded.metadata:
         partitions = {p for (g, _, _), (_, p) in loaded.committed.items() if g == name}
         partitions |= {p.consumer_offsets_partition for p in loaded.pending if p.group == name}
@@ -358,7 +372,7 @@ def _summary(name: str, loaded: LoadedGroups) -> GroupSummary:
     return GroupSummary(group=name, state="Stable" if value.members else "Empty",
                         protocol_type=value.protocol_type or None, protocol=value.protocol,
                         generation=value.generation, members=len(value.members),
-                        consumer_offsets_partition=n)
+                        consumer_offsets_partition=n, group_type="classic")
 
 
 def _position(group: str, topic: str, partition: int, record: CommitRecord, n: int,

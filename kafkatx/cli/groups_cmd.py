@@ -160,7 +160,10 @@ def render(summaries: Sequence[GroupSummary], out: Console, *, now_ms: int | Non
 
 def group_line(s: GroupSummary) -> str:
     what = s.state
-    if s.protocol_type:
+    if s.group_type == "consumer":  # KIP-848: the assignor runs on the broker
+        what += f", consumer protocol, assignor {s.protocol or 'the broker default'}, group " \
+                f"epoch {s.generation}, {s.members} member(s)"
+    elif s.protocol_type:
         what += f", {s.protocol_type}/{s.protocol or '-'} generation {s.generation}, " \
                 f"{s.members} member(s)"
     last = s.last_commit_timestamp

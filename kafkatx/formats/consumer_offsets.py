@@ -6,7 +6,7 @@ it) with the schemas in ``group-coordinator/src/main/resources/common/message/``
 ``LegacyOffsetCommitKey`` (type 0) / ``OffsetCommitKey`` (type 1), ``OffsetCommitValue``
 (v0-v4, flexible from v4), ``GroupMetadataKey`` (type 2), ``GroupMetadataValue`` (v0-v4, flexible
 from v4). Types 3 and up (KIP-848 consumer groups, KIP-932 share groups, KIP-1071 streams groups)
-are recognised by name and kept raw.
+are decoded by :mod:`kafkatx.formats.group_records`; a type no Kafka version writes is kept raw.
 
 Key   = int16 record type (older Kafka: the key version) + key body (classic encoding).
 Value = int16 value version + body; a null value is a tombstone.
@@ -22,6 +22,9 @@ from typing import Any
 import construct as c
 
 from kafkatx.errors import FormatError
+from kafkatx.formats import group_records
+from kafkatx.formats.consumer_protocol import ASSIGNMENT, SUBSCRIPTION, decode_member_data
+from kafkatx.formats.group_records import GroupTypeKey, GroupTypeValue
 from kafkatx.formats.primitives import (
     Array,
     Bytes,
@@ -239,7 +242,7 @@ class UnknownGroupRecordKey:
         }
 
 
-GroupRecordKey = OffsetCommitKey | GroupMetadataKey | UnknownGroupRecordKey
+GroupRecordKey = OffsetCommitKey | GroupMetadataKey | GroupTypeKey | UnknownGroupRecordKey
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,6 +346,13 @@ class GroupMetadataValue:
         return member.session_timeout_ms if self.version == 0 else member.rebalance_timeout_ms
 
     def to_dict(self) -> dict[str, object]:
+        members = [m.to_dict() for m in self.members]
+        if self.protocol_type == "consumer":  # decoded as DumpLogSegments' offsets decoder does
+            for member, m in zip(members, self.members, strict=True):
+                for name, schema in (("subscription", SUBSCRIPTION), ("assignment", ASSIGNMENT)):
+                    decoded = decode_member_data(schema, getattr(m, name))
+                    if decoded is not None:
+                        member[f"{name}_decoded"] = decoded
         out: dict[str, object] = {
             "version": self.version,
             "protocol_type": self.protocol_type,
@@ -350,7 +360,7 @@ class GroupMetadataValue:
             "protocol": self.protocol,
             "leader": self.leader,
             "current_state_timestamp_ms": self.current_state_timestamp_ms,
-            "members": [m.to_dict() for m in self.members],
+            "members": members,
         }
         if self.unknown_tags:
             out["unknown_tags"] = tags_to_json(self.unknown_tags)
@@ -368,7 +378,8 @@ class UnknownGroupRecordValue:
         return {"version": self.version, "raw": _b64(self.raw)}
 
 
-GroupRecordValue = OffsetCommitValue | GroupMetadataValue | UnknownGroupRecordValue
+GroupRecordValue = (OffsetCommitValue | GroupMetadataValue | GroupTypeValue
+                    | UnknownGroupRecordValue)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,6 +400,8 @@ def parse_key(data: bytes, *, path: str | None = None, base: int = 0) -> GroupRe
     if record_type == GroupRecordType.GROUP_METADATA:
         raw = parse_exact(_GROUP_KEY_BODY, body, what=what, path=path, base=base + 2)
         return GroupMetadataKey(group=raw.group)
+    if group_records.known(record_type):
+        return group_records.parse_key(record_type, body, path=path, base=base + 2)
     return UnknownGroupRecordKey(record_type=record_type, raw=body)
 
 
@@ -407,6 +420,10 @@ def parse_value(
         return _parse_offset_value(data, path=path, base=base)
     if isinstance(key, GroupMetadataKey):
         return _parse_group_value(data, path=path, base=base)
+    if isinstance(key, GroupTypeKey):
+        version = read_version(data, what="consumer offsets value", path=path, base=base)
+        return group_records.parse_value(key.record_type, version, data[2:], path=path,
+                                         base=base + 2)
     if isinstance(key, UnknownGroupRecordKey):
         version = read_version(data, what="consumer offsets value", path=path, base=base)
         return UnknownGroupRecordValue(version=version, raw=data[2:])
@@ -494,6 +511,8 @@ def build_key(key: GroupRecordKey) -> bytes:
         if key.record_type != GroupRecordType.GROUP_METADATA:
             raise ValueError(f"group metadata keys have record type 2, not {key.record_type}")
         body = build_struct(_GROUP_KEY_BODY, {"group": key.group}, what="group metadata key")
+    elif isinstance(key, GroupTypeKey):
+        body = group_records.build_key_body(key)
     elif isinstance(key, UnknownGroupRecordKey):
         if key.record_type in (0, 1, 2):
             raise ValueError(f"record type {key.record_type} has a typed key class")
@@ -509,6 +528,8 @@ def build_value(value: GroupRecordValue) -> bytes:
         body = _build_offset_value(value)
     elif isinstance(value, GroupMetadataValue):
         body = _build_group_value(value)
+    elif isinstance(value, GroupTypeValue):
+        body = group_records.build_value_body(value)
     elif isinstance(value, UnknownGroupRecordValue):
         body = bytes(value.raw)
     else:

@@ -5,7 +5,9 @@ short version)`` / ``write(Writable, ObjectSerializationCache, short version)``)
 order, each present only in its ``versions``; from the message's first flexible version on,
 strings/bytes/arrays are compact (unsigned varint length + 1, 0 = null) and every struct ends
 with a tagged-field section (uvarint count, then uvarint tag, uvarint size, bytes; tags strictly
-increasing). A tagged field is written only when it differs from its default. Tags a schema does
+increasing). A tagged field is written only when it differs from its default. A nullable struct
+starts with a marker: an int8 (-1 null, 1 present), or in a tagged field an unsigned varint (0
+null, 1 present). Tags a schema does
 not know are kept as raw bytes and written back unchanged.
 
 Values are plain dicts with snake_case field names (``LeaderRecoveryState`` ->
@@ -260,7 +262,8 @@ def _read_struct(r: _Reader, fields: Sequence[Field], version: int, flexible: bo
                 continue
             field_, path, nullable = known
             sub = _Reader(raw, 0, len(raw), r.path, r.base + r.pos - size)
-            out[field_.key] = _read_value(sub, field_, version, True, path, nullable)
+            out[field_.key] = _read_value(sub, field_, version, True, path, nullable,
+                                          tagged=True)
             if sub.pos != sub.end:
                 raise sub.fail(f"{sub.end - sub.pos} byte(s) left in tagged field {tag}",
                                field_.name)
@@ -270,7 +273,14 @@ def _read_struct(r: _Reader, fields: Sequence[Field], version: int, flexible: bo
 
 
 def _read_value(r: _Reader, f: Field, version: int, flexible: bool, what: str,
-                nullable: bool) -> Any:
+                nullable: bool, *, tagged: bool = False) -> Any:
+    if f.is_struct and not f.is_array and nullable:
+        # The generator's null marker: an unsigned varint (0: null) in a tagged field, else an
+        # int8 (negative: null).
+        present = (r.uvarint(what) > 0 if tagged
+                   else _FIXED["int8"].unpack(r.take(1, what))[0] >= 0)
+        if not present:
+            return None
     if f.is_array:
         n = r.uvarint(what) - 1 if flexible else _FIXED["int32"].unpack(r.take(4, what))[0]
         if n < 0:
@@ -337,7 +347,7 @@ def _write_struct(out: bytearray, fields: Sequence[Field], version: int, flexibl
         if f.tag is not None and flexible and version in versions(f.tagged_versions):
             if value != f.default_value():
                 buf = bytearray()
-                _write_value(buf, f, version, True, value, f"{what}.{f.name}")
+                _write_value(buf, f, version, True, value, f"{what}.{f.name}", tagged=True)
                 tagged[f.tag] = bytes(buf)
         elif version in versions(f.versions):
             _write_value(out, f, version, flexible, value, f"{what}.{f.name}")
@@ -357,10 +367,16 @@ def _write_struct(out: bytearray, fields: Sequence[Field], version: int, flexibl
 
 
 def _write_value(out: bytearray, f: Field, version: int, flexible: bool, value: Any,
-                 what: str) -> None:
+                 what: str, *, tagged: bool = False) -> None:
     nullable = version in versions(f.nullable_versions)
     if value is None and not nullable:
         raise ValueError(f"{what} is not nullable at version {version}")
+    if f.is_struct and not f.is_array and nullable:
+        present = value is not None
+        out += (encode_uvarint(1 if present else 0) if tagged
+                else _FIXED["int8"].pack(1 if present else -1))
+        if not present:
+            return
     if f.is_array:
         if value is None:
             out += encode_uvarint(0) if flexible else _FIXED["int32"].pack(-1)

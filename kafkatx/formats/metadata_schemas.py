@@ -4,8 +4,9 @@ Written from Kafka's JSON message schemas: ``metadata/src/main/resources/common/
 (the ``type: metadata`` records, keyed by ``apiKey``: ``MetadataRecordType``) and the control
 records of ``clients/src/main/resources/common/message/`` (``LeaderChangeMessage``,
 ``SnapshotHeaderRecord``, ``SnapshotFooterRecord``, ``KRaftVersionRecord``, ``VotersRecord``),
-Kafka 3.x-4.x: field names, types, versions, nullable and tagged versions, tags and defaults.
-``ClearElrRecord`` (28) and ``UnregisterControllerRecord`` (29) are from Kafka 4.x trunk.
+Kafka 3.x-4.4: field names, types, versions, nullable and tagged versions, tags and defaults.
+``ClearElrRecord`` (28) and ``UnregisterControllerRecord`` (29) are from Kafka 4.x trunk;
+``CordonedLogDirs`` (``RegisterBrokerRecord`` v4, ``BrokerRegistrationChangeRecord`` v3) from 4.4.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _FEATURE = (F("Name", "string"), F("MinSupportedVersion", "int16"),
             F("MaxSupportedVersion", "int16"))
 
 METADATA_RECORDS: tuple[MessageSchema, ...] = (
-    M(0, "RegisterBrokerRecord", "0-3", [
+    M(0, "RegisterBrokerRecord", "0-4", [
         F("BrokerId", "int32"),
         F("IsMigratingZkBroker", "bool", "2+", default=False),
         F("IncarnationId", "uuid"),
@@ -43,6 +44,7 @@ METADATA_RECORDS: tuple[MessageSchema, ...] = (
         F("Fenced", "bool", default=True),
         F("InControlledShutdown", "bool", "1+", default=False),
         F("LogDirs", "[]uuid", "3+", tagged="3+", tag=0),
+        F("CordonedLogDirs", "[]uuid", "4+", nullable="4+", tagged="4+", tag=1, default=None),
     ]),
     M(1, "UnregisterBrokerRecord", "0", [F("BrokerId", "int32"), F("BrokerEpoch", "int64")]),
     M(2, "TopicRecord", "0", [F("Name", "string"), F("TopicId", "uuid")]),
@@ -102,12 +104,13 @@ METADATA_RECORDS: tuple[MessageSchema, ...] = (
         F("BrokerId", "int32"), F("BrokerEpoch", "int64", default=-1),
         F("NextProducerId", "int64"),
     ]),
-    M(17, "BrokerRegistrationChangeRecord", "0-2", [
+    M(17, "BrokerRegistrationChangeRecord", "0-3", [
         F("BrokerId", "int32"),
         F("BrokerEpoch", "int64"),
         F("Fenced", "int8", tagged="0+", tag=0),
         F("InControlledShutdown", "int8", "1+", tagged="1+", tag=1),
         F("LogDirs", "[]uuid", "2+", tagged="2+", tag=2),
+        F("CordonedLogDirs", "[]uuid", "3+", nullable="3+", tagged="3+", tag=3, default=None),
     ]),
     M(18, "AccessControlEntryRecord", "0", [
         F("Id", "uuid"), F("ResourceType", "int8"), F("ResourceName", "string"),

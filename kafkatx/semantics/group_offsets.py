@@ -5,7 +5,8 @@ Mirrors ``GroupMetadataManager#doLoadGroupsAndOffsets`` (the classic coordinator
 per key wins and a tombstone removes; a transactional offset commit stays *pending* per producer
 until that producer's COMMIT marker materialises it (unless a newer commit is already there,
 ``CommitRecordMetadataAndOffset#olderThan``) or its ABORT marker discards it. The broker's group
-coordinator and the forensic ``kafkatx groups`` both load through this one class.
+coordinator and the forensic ``kafkatx groups`` both load through this one class. KIP-848
+consumer groups' records go to :class:`kafkatx.semantics.consumer_groups.ConsumerGroups`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from kafkatx.formats.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,
     GroupRecordKey,
+    GroupTypeKey,
     OffsetCommitKey,
     OffsetCommitValue,
     parse_key,
     parse_value,
 )
+from kafkatx.semantics.consumer_groups import RECORD_TYPES, ConsumerGroups
 
 GroupTopicPartition = tuple[str, str, int]
 
@@ -58,6 +61,7 @@ class GroupOffsetsLoad:
     offsets: dict[GroupTopicPartition, CommitRecord] = field(default_factory=dict)
     pending: dict[int, dict[GroupTopicPartition, CommitRecord]] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
+    consumer_groups: ConsumerGroups = field(default_factory=ConsumerGroups)  # KIP-848 groups
 
     def marker(self, producer_id: int, commit: bool) -> None:
         """A COMMIT (``commit``) or ABORT marker of ``producer_id``."""
@@ -88,8 +92,12 @@ class GroupOffsetsLoad:
                 self.groups[key.group] = value
             else:
                 self.groups.pop(key.group, None)
+        elif isinstance(key, GroupTypeKey) and key.record_type in RECORD_TYPES:
+            self.consumer_groups.replay(key.record_type, key.group, key.member_id,
+                                        None if value is None else value.data)
         return key
 
     def group_names(self) -> set[str]:
-        return set(self.groups) | {g for g, _, _ in self.offsets} | {
+        return set(self.groups) | set(self.consumer_groups.groups) | {
+            g for g, _, _ in self.offsets} | {
             g for offsets in self.pending.values() for g, _, _ in offsets}

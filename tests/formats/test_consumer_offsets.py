@@ -20,13 +20,15 @@ from kafkatx.formats.consumer_offsets import (
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownGroupRecordKey,
-    UnknownGroupRecordValue,
     build_key,
     build_value,
     kafka_uuid_string,
     parse_key,
     parse_value,
 )
+from kafkatx.formats.group_record_schemas import KEY_SCHEMAS, VALUE_SCHEMAS
+from kafkatx.formats.group_records import GroupTypeKey, GroupTypeValue
+from kafkatx.formats.kafka_messages import default_message
 from tests.formats.roundtrip import assert_roundtrip
 
 TS = 1_700_000_000_123
@@ -69,18 +71,56 @@ def test_group_metadata_key_matches_hand_built() -> None:
     assert key.to_dict()["group"] == "billing"
 
 
-def test_newer_record_types_are_recognised_and_kept_raw() -> None:
-    body = _s("my-group") + _s("member-1")
-    key = parse_key(struct.pack(">h", 5) + body)
-    assert isinstance(key, UnknownGroupRecordKey)
-    assert (key.record_type, key.name, key.group, key.raw) == (
-        5, "ConsumerGroupMemberMetadata", "my-group", body
-    )
-    assert build_key(key) == struct.pack(">h", 5) + body
-    value = parse_value(key, b"\x00\x00" + b"\x01\x02\x03")
-    assert value == UnknownGroupRecordValue(version=0, raw=b"\x01\x02\x03")
-    assert build_value(value) == b"\x00\x00\x01\x02\x03"  # type: ignore[arg-type]
-    assert parse_value(key, None) is None
+# Records Kafka 4.4's group coordinator wrote for a KIP-848 consumer group (group.protocol=
+# consumer), as kafka-dump-log.sh --offsets-decoder printed them.
+_MEMBER_KEY = "AAUABW5ldy1nABZwUHRhTFRwNVFjMnNPaGIyR3B4S3V3"
+_MEMBER_VALUE = "AAAAABFjb25zdW1lci1uZXctZy0xCy8xMjcuMC4wLjECBHR4dAEABJPgAAEAAQA="
+_ASSIGNMENT_VALUE = "AAAAAAACAAAAAAACCAuEdnZcSWSReHLlDLlXsAIAAAAAAQAFAgAAAAIBAA=="
+_GROUP_VALUE = "AAAAAAACAQAIQn48Rgmj7tk="
+
+
+def test_consumer_group_records_decode_as_kafka_prints_them() -> None:
+    key = parse_key(base64.b64decode(_MEMBER_KEY))
+    assert isinstance(key, GroupTypeKey)
+    assert key.to_dict() == {"record_type": 5, "record_type_name": "ConsumerGroupMemberMetadata",
+                             "group": "new-g", "member_id": "pPtaLTp5Qc2sOhb2GpxKuw"}
+    value = parse_value(key, base64.b64decode(_MEMBER_VALUE))
+    assert isinstance(value, GroupTypeValue)
+    # the null ClassicMemberMetadata is written as tag 0 with a zero marker, and read back so
+    assert value.to_dict() == {
+        "version": 0, "instance_id": None, "rack_id": None, "client_id": "consumer-new-g-1",
+        "client_host": "/127.0.0.1", "subscribed_topic_names": ["txt"],
+        "subscribed_topic_regex": "", "rebalance_timeout_ms": 300000, "server_assignor": None,
+        "classic_member_metadata": None}
+    assert build_key(key) == base64.b64decode(_MEMBER_KEY)
+    assert build_value(value) == base64.b64decode(_MEMBER_VALUE)
+    assignment = parse_value(GroupTypeKey(record_type=8, fields={"group_id": "new-g"}),
+                             base64.b64decode(_ASSIGNMENT_VALUE))
+    assert assignment is not None and assignment.to_dict() == {
+        "version": 0, "member_epoch": 2, "previous_member_epoch": 0, "state": 0,
+        "assigned_partitions": [{"topic_id": "CAuEdnZcSWSReHLlDLlXsA", "partitions": [0],
+                                 "assignment_epochs": [2]}],
+        "partitions_pending_revocation": []}
+    group = parse_value(GroupTypeKey(record_type=3, fields={"group_id": "new-g"}),
+                        base64.b64decode(_GROUP_VALUE))
+    assert group is not None and group.to_dict() == {
+        "version": 0, "epoch": 2, "metadata_hash": 4791333325075902169}
+
+
+def test_every_group_record_type_round_trips_and_an_unknown_version_is_an_error() -> None:
+    for record_type, schema in VALUE_SCHEMAS.items():
+        key = GroupTypeKey(record_type=record_type, fields={
+            f.key: f"{f.key}-x" for f in KEY_SCHEMAS[record_type].fields})
+        assert parse_key(build_key(key)) == key
+        value = GroupTypeValue(record_type=record_type, version=0,
+                               data=default_message(schema))
+        assert parse_value(key, build_value(value)) == value
+        with pytest.raises(FormatError, match="no version 1"):
+            parse_value(key, b"\x00\x01" + build_value(value)[2:])
+    # Kafka's deserializer does not check that a value is used up: neither does this
+    assert parse_value(key, build_value(value) + b"\x07") == value
+    tombstone = parse_key(struct.pack(">h", 5) + _s("my-group") + _s("member-1"))
+    assert isinstance(tombstone, GroupTypeKey) and parse_value(tombstone, None) is None
 
 
 def test_record_type_names_match_kafka_schemas() -> None:
@@ -351,7 +391,8 @@ def test_group_value_roundtrip(version: int, data: st.DataObject) -> None:
         st.builds(OffsetCommitKey, group=_text, topic=_text, partition=st.integers(0, 10_000),
                   record_type=st.sampled_from([0, 1])),
         st.builds(GroupMetadataKey, group=_text),
-        st.builds(UnknownGroupRecordKey, record_type=st.integers(3, 2**15 - 1),
+        st.builds(UnknownGroupRecordKey,
+                  record_type=st.integers(3, 2**15 - 1).filter(lambda t: t not in KEY_SCHEMAS),
                   raw=st.binary(max_size=20)),
     )
 )
