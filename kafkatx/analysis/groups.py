@@ -261,8 +261,8 @@ class GroupPartition:
 @dataclass(slots=True, kw_only=True)
 class GroupSummary:
     group: str
-    # classic: Stable / Empty (members in the last group metadata); consumer (KIP-848): Empty /
-    # Assigning / Reconciling / Stable; unknown for groups that only commit offsets
+    # classic: Stable / Empty (members in the last group metadata; Empty for a group that only
+    # commits offsets); consumer (KIP-848): Empty / Assigning / Reconciling / Stable
     state: str
     protocol_type: str | None
     protocol: str | None
@@ -271,7 +271,7 @@ class GroupSummary:
     consumer_offsets_partition: int | None
     partitions: list[GroupPartition] = field(default_factory=list)
     pending: list[PendingCommit] = field(default_factory=list)
-    group_type: str | None = None  # Kafka's GroupType: classic, consumer; None: unknown
+    group_type: str | None = None  # Kafka's GroupType: classic, consumer
 
     @property
     def last_commit_timestamp(self) -> int | None:
@@ -365,9 +365,13 @@ def _summary(name: str, loaded: LoadedGroups) -> GroupSummary:
     if name not in loaded.metadata:
         partitions = {p for (g, _, _), (_, p) in loaded.committed.items() if g == name}
         partitions |= {p.consumer_offsets_partition for p in loaded.pending if p.group == name}
-        return GroupSummary(group=name, state="unknown", protocol_type=None, protocol=None,
+        # Only offset commits: the coordinator's load makes it an Empty classic group
+        # (OffsetMetadataManager#replay's getOrMaybeCreateClassicGroup; the Scala loader's
+        # emptyGroupOffsets before it), which kafka-consumer-groups.sh describes as Empty.
+        return GroupSummary(group=name, state="Empty", protocol_type=None, protocol=None,
                             generation=None, members=0,
-                            consumer_offsets_partition=min(partitions) if partitions else None)
+                            consumer_offsets_partition=min(partitions) if partitions else None,
+                            group_type="classic")
     value, n = loaded.metadata[name]
     return GroupSummary(group=name, state="Stable" if value.members else "Empty",
                         protocol_type=value.protocol_type or None, protocol=value.protocol,
@@ -395,7 +399,8 @@ def _lag(row: GroupPartition, report: PartitionReport, vis: PartitionVisibility 
     row.last_stable_offset = lso
     row.high_watermark = report.high_watermark
     row.log_end_offset = report.log_end_offset
-    row.lag_offsets = max(end - committed, 0)
+    # ConsumerGroupCommand#getLag: negative for an offset past the end, as the tool prints it
+    row.lag_offsets = end - committed
     if vis is not None:
         row.lag_records_read_committed = vis.visible_from(committed)
         row.records_behind_lso = vis.behind_lso_from(committed)

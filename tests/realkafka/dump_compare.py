@@ -330,6 +330,12 @@ def _compare_index(theirs: DumpedFile, items: list[dict], path: Path) -> list[st
 
 def _compare_time_index(theirs: DumpedFile, items: list[dict], path: Path) -> list[str]:
     expected = [(int(e["timestamp"]), int(e["offset"])) for e in theirs.lines]
+    base = int(path.name.split(".")[0])
+    if expected and expected[-1] == (0, base):
+        # Kafka's tool prints the first zero-filled slot of a preallocated time index (a live
+        # copy's active segment) as an entry, then stops at the second; kafkatx reads the
+        # zero tail as no entry, as the broker's own count of entries has it (docs/dump.md)
+        expected.pop()
     ours = [(e["timestamp"], e["offset"]) for e in _entries(items, "time_index_entry")]
     return [] if ours == expected else [f"time index entries {ours} in kafkatx, {expected} in "
                                         f"Kafka"]

@@ -34,9 +34,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <pre>
  * producer  k=v...                       a KafkaProducer with these properties
  * init | begin | commit | abort | flush | close
- * send      topic partition key value [timestamp]
+ * send      topic partition key value [timestamp [hkey=hvalue...]]
  *                                        an asynchronous send (partition -1: the partitioner's;
- *                                        timestamp: the record's CreateTime in epoch ms)
+ *                                        timestamp: the record's CreateTime in epoch ms, - for
+ *                                        now; then the record's headers)
  * offsets   group topic partition offset sendOffsetsToTransaction
  * consumer  k=v...                       a KafkaConsumer with these properties
  * assign    topic partition [topic partition...]
@@ -86,9 +87,14 @@ public final class ClientDriver {
                 return "ok";
             case "send":
                 int partition = Integer.parseInt(f[2]);
-                Long timestamp = f.length > 5 ? Long.valueOf(f[5]) : null;
-                pending.add(producer.send(new ProducerRecord<>(f[1], partition < 0 ? null : partition,
-                    timestamp, bytes(f[3]), bytes(f[4]))));
+                Long timestamp = f.length > 5 && !f[5].equals("-") ? Long.valueOf(f[5]) : null;
+                ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(f[1],
+                    partition < 0 ? null : partition, timestamp, bytes(f[3]), bytes(f[4]));
+                for (int i = 6; i < f.length; i++) {
+                    int eq = f[i].indexOf('=');
+                    record.headers().add(f[i].substring(0, eq), bytes(f[i].substring(eq + 1)));
+                }
+                pending.add(producer.send(record));
                 return "ok";
             case "flush":
                 producer.flush();

@@ -1,0 +1,216 @@
+"""kafkatx against Kafka itself on one real node per Kafka version: every file ``dump`` reads
+(``kafka-dump-log.sh`` with its decoders, ``--index-sanity-check``), consumer groups of both
+protocols (``kafka-consumer-groups.sh``), and compaction of a transactional topic,
+``__consumer_offsets`` and ``__transaction_state`` (ListOffsets READ_COMMITTED, what a
+read_committed consumer receives, ``kafka-transactions.sh``).
+
+The node runs once per version for the whole module (``scenario``): the workloads, Kafka's
+answers while it runs, a live copy of its log dir, then a clean stop.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kafkatx.formats import offset_index, time_index
+from kafkatx.semantics.coordinator_partition import partition_for
+
+from . import dist
+from .answers_compare import compare_answers
+from .conftest import require_kafka
+from .dump_compare import compare_dump, dumpable_files
+from .node import TEST_SETTINGS, KafkaCluster
+from .tools import JavaClient, KafkaTools
+from .workloads import (
+    COMPACTED_TOPIC_CONFIGS,
+    SETTINGS,
+    KafkaAnswers,
+    consume_and_commit,
+    record_answers,
+    wait_until_cleaned,
+)
+
+OFFSETS_PARTITIONS = int(TEST_SETTINGS["offsets.topic.num.partitions"])
+TXN_PARTITIONS = int(TEST_SETTINGS["transaction.state.log.num.partitions"])
+
+
+@dataclass
+class Scenario:
+    version: str
+    log_dir: Path  # after the clean stop
+    live_copy: Path
+    answers: KafkaAnswers
+    tools: KafkaTools
+    cleaned: dict[str, int]
+
+
+@pytest.fixture(scope="module", params=dist.KAFKA_VERSIONS,
+                ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
+def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             kafka_tools_by_version: dict[str, KafkaTools]) -> Iterator[Scenario]:
+    version = str(request.param)
+    require_kafka(version)
+    if version not in kafka_tools_by_version:
+        kafka_tools_by_version[version] = KafkaTools(version)
+    tools = kafka_tools_by_version[version]
+    home = tmp_path_factory.mktemp(f"oracle-{version}")
+    cluster = KafkaCluster.create(version, home / "kafka", settings=SETTINGS)
+    clients: list[JavaClient] = []
+
+    def client() -> JavaClient:
+        clients.append(JavaClient(version, home / f"client-{len(clients)}.log"))
+        return clients[-1]
+
+    try:
+        cluster.start()
+        groups = _groups_workload(cluster, client)
+        cleaned = _compaction_workload(cluster, client)
+        answers = record_answers(
+            KafkaAnswers(version), cluster, tools, client,
+            [("orders", 0), ("inventory", 0)], ["orders-writer", "inventory-writer"],
+            [*groups, "inventory-group"])
+        (home / "answers.json").write_text(answers.to_json())
+        live = cluster.nodes[0].copy_log_dir(home / "live-copy")
+        for c in clients:
+            c.kill()  # no LeaveGroup: the files keep the members Kafka described
+        cluster.stop()
+        yield Scenario(version, cluster.nodes[0].log_dir, live, answers, tools, cleaned)
+    finally:
+        for c in clients:
+            c.kill()
+        cluster.kill()
+
+
+def _groups_workload(cluster: KafkaCluster, client) -> list[str]:
+    """Transactions with headers, an abort and a transactional offset commit; compressed
+    idempotent batches; consumer groups of both protocols, one of which leaves."""
+    bs = cluster.bootstrap
+    writer = client()
+    writer.producer(bootstrap_servers=bs, transactional_id="orders-writer",
+                    compression_type="lz4", linger_ms="20")
+    writer.init()
+    writer.begin()
+    writer.send("orders", 0, "o-1", "created", headers={"trace-id": "t1", "source": "web"})
+    writer.send("orders", 0, "o-2", "created")
+    writer.send("orders", 0, None, "no key")
+    writer.flush()
+    writer.commit()
+    writer.begin()
+    writer.send("orders", 0, "o-3", "aborted")
+    writer.send("orders", 0, "o-4", None)
+    writer.flush()
+    writer.abort()
+    writer.begin()
+    writer.send("orders", 0, "o-1", "paid")
+    writer.offsets("orders-copier", "orders", 0, 4)
+    writer.commit()
+    plain = client()
+    plain.producer(bootstrap_servers=bs, enable_idempotence="true", compression_type="zstd",
+                   linger_ms="50")
+    for i in range(4):
+        plain.send("plain", 0, f"p-{i}", f"value {i}")
+    plain.flush()
+    names = []
+    for group, protocol in (("classic-readers", "classic"), ("modern-readers", "consumer"),
+                            ("modern-left", "consumer")):
+        consumer = client()
+        consumer.consumer(bootstrap_servers=bs, group_id=group, group_protocol=protocol,
+                          isolation_level="read_committed", auto_offset_reset="earliest",
+                          enable_auto_commit="false")
+        consumer.subscribe("orders")
+        assert consume_and_commit(consumer, 4) == 4
+        if group == "modern-left":
+            consumer.close()  # leaves: its member records get tombstones, the group is Empty
+        names.append(group)
+    return names
+
+
+def _compaction_workload(cluster: KafkaCluster, client) -> dict[str, int]:
+    """A compacted transactional topic with aborts and a tombstone, its offsets committed in
+    every transaction; waits until Kafka's cleaner has cleaned it, the group's
+    ``__consumer_offsets`` partition and the writer's ``__transaction_state`` partition."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic("inventory", 1, 1,
+                                                config=COMPACTED_TOPIC_CONFIGS)]).values():
+        future.result(30)
+    writer = client()
+    writer.producer(bootstrap_servers=cluster.bootstrap, transactional_id="inventory-writer")
+    writer.init()
+    for n in range(12):
+        writer.begin()
+        writer.send("inventory", 0, f"item-{n % 4}", None if n == 7 else f"stock {n}")
+        writer.send("inventory", 0, f"item-{(n + 1) % 4}", f"stock {n}b")
+        writer.offsets("inventory-group", "inventory", 0, n)
+        writer.abort() if n % 3 == 2 else writer.commit()
+        time.sleep(0.15)
+    time.sleep(0.5)  # past segment.ms and log.roll.ms: the next appends roll every segment
+    writer.begin()
+    writer.send("inventory", 0, "item-0", "last")
+    writer.offsets("inventory-group", "inventory", 0, 99)
+    writer.commit()
+    return wait_until_cleaned(cluster.nodes[0].log_dir, [
+        "inventory-0",
+        f"__consumer_offsets-{partition_for('inventory-group', OFFSETS_PARTITIONS)}",
+        f"__transaction_state-{partition_for('inventory-writer', TXN_PARTITIONS)}"])
+
+
+def test_kafkatx_answers_as_kafka_did_after_compaction_and_with_both_group_protocols(
+        scenario: Scenario) -> None:
+    """LSOs, read_committed records, open transactions, find-hanging, the writers' transaction
+    state and both protocols' groups (state, members, offsets, lag): kafkatx on the stopped
+    node's files gives Kafka's answers from the running node."""
+    answers = scenario.answers
+    assert answers.groups["modern-readers"]["state"]["STATE"] == "Stable"
+    assert answers.groups["modern-left"]["state"]["STATE"] == "Empty"
+    assert len(answers.read_committed["inventory-0"]) < 24  # compaction removed records
+    assert compare_answers(scenario.log_dir, answers) == []
+
+
+def test_dump_equals_kafka_dump_log_on_every_file(scenario: Scenario) -> None:
+    """Every segment (compacted ones included), index, time index, transaction index,
+    producer snapshot and KRaft snapshot of the node, after its clean stop and as copied live:
+    ``kafkatx dump`` prints what ``kafka-dump-log.sh`` prints, field by field."""
+    for log_dir in (scenario.log_dir, scenario.live_copy):
+        files = [p for p in dumpable_files(log_dir) if _kafka_dumps(p)]
+        assert any(p.name.endswith(".txnindex") for p in files)
+        assert compare_dump(scenario.tools, files) == []
+
+
+def _kafka_dumps(path: Path) -> bool:
+    """Kafka's tool fails on the index of an empty segment it preallocated (a live copy's
+    active segment without records: it reads the zero entry and finds no batch at position 0),
+    and its whole run with it; kafkatx reads it (tests/formats), Kafka's tool cannot judge it."""
+    if path.suffix not in (".index", ".timeindex"):
+        return True
+    log = path.with_suffix(".log")
+    return log.exists() and log.stat().st_size > 0
+
+
+def test_index_sanity_check_agrees_with_kafka(scenario: Scenario, tmp_path: Path) -> None:
+    """``--index-sanity-check`` (the check a broker runs at start-up to decide whether an index
+    is rebuilt) on every index of the stopped node, and on a damaged copy: Kafka's verdict on
+    each file is kafkatx's ``sanity_check`` (``OffsetIndex``/``TimeIndex#sanityCheck``). The
+    metadata log's indexes keep their preallocated zero tail after a clean stop: both fail them."""
+    indexes = [p for p in dumpable_files(scenario.log_dir)
+               if p.suffix in (".index", ".timeindex") and p.stat().st_size > 0]
+    damaged = tmp_path / indexes[0].parent.name / indexes[0].name
+    shutil.copytree(indexes[0].parent, damaged.parent)
+    damaged.write_bytes(damaged.read_bytes() + b"\x00\x00\x00")  # not a whole entry
+    verdicts = []
+    for path in [*indexes, damaged]:
+        result = scenario.tools.dump_log([path], "--index-sanity-check")
+        kafka_passes = result.status == 0 and "passed sanity check." in result.stdout
+        check = offset_index.sanity_check if path.suffix == ".index" else \
+            time_index.sanity_check
+        ours_passes = not check(path.read_bytes(), base_offset=int(path.name.split(".")[0]))
+        verdicts.append((path.name, kafka_passes))
+        assert ours_passes == kafka_passes, (path, result.stdout, result.stderr[:500])
+    assert verdicts[-1] == (damaged.name, False) and any(ok for _, ok in verdicts)
