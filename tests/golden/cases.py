@@ -24,6 +24,8 @@ LOG_DIRS: dict[str, list[str]] = {
        for p in sorted((ROOT / "fixtures" / "served").iterdir()) if p.is_dir()},
     **{f"served-replicas-{p.name}": [f"fixtures/served-replicas/{p.name}"]
        for p in sorted((ROOT / "fixtures" / "served-replicas").iterdir()) if p.is_dir()},
+    **{f"realkafka-{p.name}": [f"fixtures/realkafka/{p.name}"]
+       for p in sorted((ROOT / "fixtures" / "realkafka").iterdir()) if p.is_dir()},
 }
 
 # (log dir, topic, partition) replayed: one partition of each kind of history.
@@ -37,6 +39,8 @@ REPLAYS: list[tuple[str, str, int]] = [
     ("served-hanging", "payments", 0),
     ("served-zombie", "payments", 0),
     ("served-compacted", "inventory", 0),
+    ("realkafka-open-transaction", "payments", 0),
+    ("realkafka-compacted", "inventory", 0),
 ]
 
 # Whole partition dirs and single files dump decodes (one of each decoder).
@@ -55,6 +59,8 @@ DUMPS: dict[str, list[str]] = {
     "legacy-0": ["fixtures/legacy/legacy-0"],
     "kraft-metadata": ["fixtures/kraft/__cluster_metadata-0"],
     "served-clean-txn-state-18": ["fixtures/served/clean/__transaction_state-18"],
+    # both group protocols' records, as real Kafka 4.4 wrote them
+    "realkafka-offsets-3": ["fixtures/realkafka/open-transaction/__consumer_offsets-3"],
 }
 
 # (case name, argv) of txn-partition: a transactional id, a group id, a non-ASCII id.

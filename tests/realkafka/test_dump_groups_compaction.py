@@ -11,7 +11,6 @@ answers while it runs, a live copy of its log dir, then a clean stop.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,25 +18,20 @@ from pathlib import Path
 import pytest
 
 from kafkatx.formats import offset_index, time_index
-from kafkatx.semantics.coordinator_partition import partition_for
 
 from . import dist
 from .answers_compare import compare_answers
 from .conftest import require_kafka
 from .dump_compare import compare_dump, dumpable_files
-from .node import TEST_SETTINGS, KafkaCluster
+from .node import KafkaCluster
 from .tools import JavaClient, KafkaTools
 from .workloads import (
-    COMPACTED_TOPIC_CONFIGS,
     SETTINGS,
     KafkaAnswers,
-    consume_and_commit,
+    compaction_workload,
+    groups_workload,
     record_answers,
-    wait_until_cleaned,
 )
-
-OFFSETS_PARTITIONS = int(TEST_SETTINGS["offsets.topic.num.partitions"])
-TXN_PARTITIONS = int(TEST_SETTINGS["transaction.state.log.num.partitions"])
 
 
 @dataclass
@@ -69,8 +63,8 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
     try:
         cluster.start()
-        groups = _groups_workload(cluster, client)
-        cleaned = _compaction_workload(cluster, client)
+        groups = groups_workload(cluster, client)
+        cleaned = compaction_workload(cluster, client)
         answers = record_answers(
             KafkaAnswers(version), cluster, tools, client,
             [("orders", 0), ("inventory", 0)], ["orders-writer", "inventory-writer"],
@@ -85,81 +79,6 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         for c in clients:
             c.kill()
         cluster.kill()
-
-
-def _groups_workload(cluster: KafkaCluster, client) -> list[str]:
-    """Transactions with headers, an abort and a transactional offset commit; compressed
-    idempotent batches; consumer groups of both protocols, one of which leaves."""
-    bs = cluster.bootstrap
-    writer = client()
-    writer.producer(bootstrap_servers=bs, transactional_id="orders-writer",
-                    compression_type="lz4", linger_ms="20")
-    writer.init()
-    writer.begin()
-    writer.send("orders", 0, "o-1", "created", headers={"trace-id": "t1", "source": "web"})
-    writer.send("orders", 0, "o-2", "created")
-    writer.send("orders", 0, None, "no key")
-    writer.flush()
-    writer.commit()
-    writer.begin()
-    writer.send("orders", 0, "o-3", "aborted")
-    writer.send("orders", 0, "o-4", None)
-    writer.flush()
-    writer.abort()
-    writer.begin()
-    writer.send("orders", 0, "o-1", "paid")
-    writer.offsets("orders-copier", "orders", 0, 4)
-    writer.commit()
-    plain = client()
-    plain.producer(bootstrap_servers=bs, enable_idempotence="true", compression_type="zstd",
-                   linger_ms="50")
-    for i in range(4):
-        plain.send("plain", 0, f"p-{i}", f"value {i}")
-    plain.flush()
-    names = []
-    for group, protocol in (("classic-readers", "classic"), ("modern-readers", "consumer"),
-                            ("modern-left", "consumer")):
-        consumer = client()
-        consumer.consumer(bootstrap_servers=bs, group_id=group, group_protocol=protocol,
-                          isolation_level="read_committed", auto_offset_reset="earliest",
-                          enable_auto_commit="false")
-        consumer.subscribe("orders")
-        assert consume_and_commit(consumer, 4) == 4
-        if group == "modern-left":
-            consumer.close()  # leaves: its member records get tombstones, the group is Empty
-        names.append(group)
-    return names
-
-
-def _compaction_workload(cluster: KafkaCluster, client) -> dict[str, int]:
-    """A compacted transactional topic with aborts and a tombstone, its offsets committed in
-    every transaction; waits until Kafka's cleaner has cleaned it, the group's
-    ``__consumer_offsets`` partition and the writer's ``__transaction_state`` partition."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    for future in admin.create_topics([NewTopic("inventory", 1, 1,
-                                                config=COMPACTED_TOPIC_CONFIGS)]).values():
-        future.result(30)
-    writer = client()
-    writer.producer(bootstrap_servers=cluster.bootstrap, transactional_id="inventory-writer")
-    writer.init()
-    for n in range(12):
-        writer.begin()
-        writer.send("inventory", 0, f"item-{n % 4}", None if n == 7 else f"stock {n}")
-        writer.send("inventory", 0, f"item-{(n + 1) % 4}", f"stock {n}b")
-        writer.offsets("inventory-group", "inventory", 0, n)
-        writer.abort() if n % 3 == 2 else writer.commit()
-        time.sleep(0.15)
-    time.sleep(0.5)  # past segment.ms and log.roll.ms: the next appends roll every segment
-    writer.begin()
-    writer.send("inventory", 0, "item-0", "last")
-    writer.offsets("inventory-group", "inventory", 0, 99)
-    writer.commit()
-    return wait_until_cleaned(cluster.nodes[0].log_dir, [
-        "inventory-0",
-        f"__consumer_offsets-{partition_for('inventory-group', OFFSETS_PARTITIONS)}",
-        f"__transaction_state-{partition_for('inventory-writer', TXN_PARTITIONS)}"])
 
 
 def test_kafkatx_answers_as_kafka_did_after_compaction_and_with_both_group_protocols(
