@@ -19,9 +19,7 @@ import pytest
 
 from kafkatx.formats import offset_index, time_index
 
-from . import dist
 from .answers_compare import compare_answers
-from .conftest import require_kafka
 from .dump_compare import compare_dump, dumpable_files
 from .node import KafkaCluster
 from .tools import JavaClient, KafkaTools
@@ -44,15 +42,10 @@ class Scenario:
     cleaned: dict[str, int]
 
 
-@pytest.fixture(scope="module", params=dist.KAFKA_VERSIONS,
-                ids=[f"kafka-{v}" for v in dist.KAFKA_VERSIONS])
-def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-             kafka_tools_by_version: dict[str, KafkaTools]) -> Iterator[Scenario]:
-    version = str(request.param)
-    require_kafka(version)
-    if version not in kafka_tools_by_version:
-        kafka_tools_by_version[version] = KafkaTools(version)
-    tools = kafka_tools_by_version[version]
+@pytest.fixture(scope="module")
+def scenario(kafka_version: str, kafka_tools: KafkaTools,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    version, tools = kafka_version, kafka_tools
     home = tmp_path_factory.mktemp(f"oracle-{version}")
     cluster = KafkaCluster.create(version, home / "kafka", settings=SETTINGS)
     clients: list[JavaClient] = []
