@@ -421,7 +421,12 @@ def test_any_bytes_either_fail_cleanly_or_rebuild_exactly(
     except FormatError:
         pass
     else:
-        assert build_key(parsed_key) == data
+        rebuilt = build_key(parsed_key)
+        if isinstance(parsed_key, GroupTypeKey):
+            # CoordinatorRecordSerde reads a key of type 3+ without checking it is used up
+            assert data.startswith(rebuilt) and parse_key(rebuilt) == parsed_key
+        else:
+            assert rebuilt == data
 
 
 def test_kafka_uuid_string_matches_kafka_format() -> None:
