@@ -192,6 +192,7 @@ class PartitionReplayer:
                              else AppendOrigin.CLIENT)
         self.start_offset = start_offset
         self._open: dict[int, Transaction] = {}
+        self._last_closed: dict[int, Transaction] = {}  # producer id -> its last marker's
         self._snapshot_offsets = sorted(set(snapshot_offsets))
         self._current: BatchRef | None = None
         self._previous: int | None = None  # the current batch's producer's last data offset
@@ -485,6 +486,8 @@ class PartitionReplayer:
                 message=f"control batch of type {ctl_type} from producer {pid} in a data "
                         "partition; Kafka only expects COMMIT/ABORT markers here"))
             return
+        entry = psm.last_entry(pid)
+        last_data = entry.last_data_offset if entry is not None else -1
         info = psm.prepare_update(pid, AppendOrigin.REPLICATION, audit=self._audit)
         completed = info.append_end_txn_marker(
             is_commit=ctl_type == ControlType.COMMIT, coordinator_epoch=coordinator_epoch,
@@ -496,11 +499,25 @@ class PartitionReplayer:
             # was added to and never wrote (TransactionMarkerChannelManager): an empty one.
             self.result.events.append(ReplayEvent(
                 kind="empty_transaction", batch=ref,
-                message=(f"{kind} marker for producer {pid} epoch {epoch} closes no data in this "
-                         "partition: the producer was added to the transaction and wrote nothing "
-                         "here, or its data was deleted by retention or removed by the cleaner")))
+                message=self._empty_marker_message(kind, pid, epoch, ctl_type, last_data)))
             return
         self._completed(completed, pid, epoch, ts, coordinator_epoch)
+
+    def _empty_marker_message(self, kind: str, pid: int, epoch: int, ctl_type: int,
+                              last_data: int) -> str:
+        head = f"{kind} marker for producer {pid} epoch {epoch} closes no data in this partition"
+        prev = self._last_closed.get(pid)
+        outcome = COMMITTED if ctl_type == ControlType.COMMIT else ABORTED
+        if (prev is not None and prev.marker_offset is not None and prev.marker_epoch == epoch
+                and prev.outcome == outcome and last_data < prev.marker_offset):
+            # TransactionStateManager#loadTransactionsForTxnTopicPartition: a coordinator that
+            # loads PrepareCommit/PrepareAbort sends every marker of it, its predecessor's too
+            return (f"{head}: it repeats the {kind} marker at offset {prev.marker_offset} that "
+                    f"closed the transaction (offsets {prev.first_offset}.."
+                    f"{prev.last_data_offset}) with no data of the producer between: a "
+                    "coordinator that took over the prepared transaction sent its markers again")
+        return (f"{head}: the producer was added to the transaction and wrote nothing here, or "
+                "its data was deleted by retention or removed by the cleaner")
 
     def _bulk(self, cols: RunColumns, plan: RunPlan) -> bool:
         """A run where every producer is in the common case, its offsets increasing and above
@@ -600,6 +617,7 @@ class PartitionReplayer:
                     last_stable_offset=stable))
             txn = txn_objs.get(ref) or self._open[pid]
             self._open.pop(pid, None)
+            self._last_closed[pid] = txn
             txn.outcome = ABORTED if abort else COMMITTED
             txn.marker_offset = off
             txn.marker_timestamp = ts
@@ -659,6 +677,7 @@ class PartitionReplayer:
                               last_data_offset=completed.first_offset,
                               first_timestamp=ts, last_timestamp=ts)
             self.result.transactions.append(txn)
+        self._last_closed[pid] = txn
         txn.outcome = ABORTED if completed.is_aborted else COMMITTED
         txn.marker_offset = completed.last_offset
         txn.marker_timestamp = ts

@@ -201,6 +201,11 @@ def test_markers_with_no_transaction(tmp_path: Path, engine: Engine) -> None:
     assert [(f.producer_id, f.offset, f.level) for f in empty] == [(42, 0, "info"),
                                                                     (1, 4, "info")]
     assert "added to the transaction and wrote nothing here" in empty[0].message
+    # the same marker again with no data between: what a coordinator that took over a
+    # prepared transaction writes (it resends every marker; real Kafka in
+    # tests/realkafka/test_cluster_faults.py)
+    assert "repeats the COMMIT marker at offset 3 that closed the transaction (offsets 1..2)" \
+        in empty[1].message
     assert (row.transactions_committed, row.last_stable_offset, row.lso_source) == (
         1, 5, "high_watermark")
 
