@@ -5,6 +5,9 @@ kafka-consumer-groups --describe), recorded beside each log dir. No Java needed.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,16 @@ def test_the_open_transaction_holds_both_groups_as_kafka_said() -> None:
     assert {g: a["state"]["STATE"] for g, a in answers.groups.items()} == {
         "ledger": "Stable", "audit": "Stable"}
     assert answers.transactions["checkout"]["TransactionState"] == "Ongoing"
+
+
+def test_every_metadata_record_kafka_4_4_wrote_decodes() -> None:
+    """Kafka 4.4 registers brokers with RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord
+    v3 (CordonedLogDirs): dump decodes every record of the fixture's metadata log and snapshot."""
+    done = subprocess.run([sys.executable, "-m", "kafkatx", "dump", "--format", "jsonl",
+                           str(FIXTURES / "open-transaction" / "__cluster_metadata-0")],
+                          capture_output=True, text=True, check=True)
+    records = [r for line in done.stdout.splitlines() for r in json.loads(line).get("records", [])]
+    assert records and not [r for r in records if "raw" in r or "decode_error" in r]
+    versions = {(r["type"], r["version"]) for r in records if "type" in r}
+    assert ("RegisterBrokerRecord", 4) in versions
+    assert ("BrokerRegistrationChangeRecord", 3) in versions
