@@ -119,6 +119,7 @@ def test_lso_and_open_transactions_are_the_leaders(moment: Moment) -> None:
         row = rows[tp]
         assert (row["last_stable_offset"], row["high_watermark"]) == (lso, moment.kafka.hw[tp]), tp
         assert open_in_kafkatx(row) == open_in_kafka(moment.kafka.producers[tp]), tp
+        assert row["producers"] == len(moment.kafka.producers[tp]), tp  # the active producers
         if moment.live:  # copied while it led: its copy speaks for the partition
             leader = f"broker-{moment.kafka.leaders[tp]}"
             assert roles[tp][leader] in ("authoritative", "in_sync"), (tp, roles[tp])
