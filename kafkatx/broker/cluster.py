@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.context import BrokerNode, ClusterError, PartitionState
 from kafkatx.broker.controller import Controller
 from kafkatx.broker.kraft_log import KRaftMetadataLog
 from kafkatx.broker.log_manager import (
@@ -52,7 +53,6 @@ from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH
 if TYPE_CHECKING:
     from kafkatx.broker.lifecycle import StopRequest
     from kafkatx.broker.partition_log import PartitionLog
-    from kafkatx.broker.server import Broker
 
 TopicPartition = tuple[str, int]
 MAX_INTERNAL_REPLICATION_FACTOR = 3  # offsets.topic.replication.factor's default
@@ -69,37 +69,15 @@ def broker_dir(parent: Path, node_id: int) -> Path:
 
 
 @dataclass(slots=True)
-class PartitionState:
-    """A ``PartitionRecord`` as the controller keeps it."""
-
-    topic: str
-    partition: int
-    replicas: list[int]
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    partition_epoch: int = 0
-
-    @property
-    def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-
-class ClusterError(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind  # "replication_factor" | TopicError kinds
-        self.message = message
-
-
-@dataclass(slots=True)
 class Cluster:
     """The brokers of one ``kafkatx serve --brokers N`` and the controller's metadata."""
 
     configs: dict[int, BrokerConfig]
     console: Console | None = None
     default_replication_factor: int = 1
-    brokers: dict[int, Broker] = field(default_factory=dict)  # the running ones
+    # Builds a broker of this cluster (the composition root's, kafkatx.broker.composition).
+    new_broker_node: Callable[[BrokerConfig, Cluster], BrokerNode] | None = None
+    brokers: dict[int, BrokerNode] = field(default_factory=dict)  # the running ones
     partitions: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     producer_ids: ProducerIdManager = field(default_factory=ProducerIdManager)
     cluster_id: str = ""
@@ -135,10 +113,9 @@ class Cluster:
                     return meta.cluster_id
         return kafka_uuid(random_topic_id())
 
-    def new_broker(self, node_id: int) -> Broker:
-        from kafkatx.broker.server import Broker
-
-        broker = Broker(self.configs[node_id], console=self.console, cluster=self)
+    def new_broker(self, node_id: int) -> BrokerNode:
+        assert self.new_broker_node is not None, "a Cluster is built by kafkatx.broker.composition"
+        broker = self.new_broker_node(self.configs[node_id], self)
         broker.logs.shared_metadata = self.metadata
         return broker
 
@@ -312,7 +289,7 @@ class Cluster:
     def state(self, topic: str, partition: int) -> PartitionState | None:
         return self.partitions.get((topic, partition))
 
-    def leader_broker(self, topic: str, partition: int) -> Broker | None:
+    def leader_broker(self, topic: str, partition: int) -> BrokerNode | None:
         state = self.partitions.get((topic, partition))
         if state is None or state.leader < 0:
             return None
@@ -422,7 +399,7 @@ class Cluster:
                 self._record_change(state, leader=False, isr=True)
                 self._push(state)
 
-    async def start_broker(self, node_id: int) -> Broker:
+    async def start_broker(self, node_id: int) -> BrokerNode:
         """A stopped broker comes back: it loads its log dir (recovering after a kill), learns
         the metadata, follows its partitions' leaders (truncating first) and is elected
         wherever a partition has no leader and it was the last in the ISR."""
@@ -516,7 +493,7 @@ async def run_cluster(cluster: Cluster, stop: StopRequest,
         await cluster.stop()
 
 
-def _as_replica(broker: Broker, log: PartitionLog) -> None:
+def _as_replica(broker: BrokerNode, log: PartitionLog) -> None:
     """A loaded log becomes a replica: its leader epoch cache read, its high watermark from
     ``replication-offset-checkpoint`` (0 if absent), as ``ReplicaManager`` initialises it."""
     log.load_epoch_cache()

@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from kafkatx.broker.faults import FaultRuleError, Faults, parse_rule
+from kafkatx.broker.handlers import load_handlers
 
 GetFaults = Callable[[], Faults]
 SetFaults = Callable[[Faults], None]
@@ -34,10 +35,10 @@ def apply_command(line: str, faults: Faults) -> tuple[Faults, str]:
     arg = arg.strip()
     try:
         if verb == "add":
-            rule = parse_rule(arg)
+            rule = parse_rule(arg, load_handlers())
             return Faults((*faults.rules, rule)), f"ok {rule}"
         if verb == "remove":
-            rule = parse_rule(arg)
+            rule = parse_rule(arg, load_handlers())
             if rule not in faults.rules:
                 return faults, f"error: {rule} is not in force"
             return Faults(tuple(r for r in faults.rules if r != rule)), f"ok {rule}"

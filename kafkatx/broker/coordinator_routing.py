@@ -24,7 +24,7 @@ from kafkatx.broker.log_manager import (
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 # api key -> the request field holding the group id
 GROUP_APIS = {8: "group_id", 9: "group_id", 11: "group_id", 12: "group_id", 13: "group_id",
@@ -36,7 +36,8 @@ OFFSET_FETCH = 9
 COORDINATOR_WRITE_TIMEOUT_S = 5.0  # how long an answer waits for the ISR to have the records
 
 
-def not_coordinator_response(broker: Broker, ctx: RequestContext, request: Any) -> Any | None:
+def not_coordinator_response(broker: BrokerContext, ctx: RequestContext,
+                             request: Any) -> Any | None:
     """NOT_COORDINATOR in the response's own layout when this broker does not coordinate the
     request's id; None when it does (or the request names none)."""
     if broker.cluster is None:
@@ -57,7 +58,7 @@ def not_coordinator_response(broker: Broker, ctx: RequestContext, request: Any) 
     return reject_response(ctx, request, ErrorCode.not_coordinator)
 
 
-async def await_coordinator_replication(broker: Broker, ctx: RequestContext,
+async def await_coordinator_replication(broker: BrokerContext, ctx: RequestContext,
                                         request: Any) -> None:
     """Hold the answer to a group or transaction request of a ``--brokers N`` serve until the
     coordinator partition's high watermark reaches its log end (``DelayedProduce`` of the

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from kafkatx.broker import protocol
 from kafkatx.formats.transaction_log import TransactionState
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import RequestContext
+    from kafkatx.broker.context import ApiRange, RequestContext
 
 CRASH_EXIT_STATUS = 3
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Topic#validate's legal characters
@@ -149,7 +149,7 @@ def _parse_partition(text: str, rule: str) -> tuple[str, int]:
     return topic, int(number)
 
 
-def _parse_api(text: str, rule: str) -> int:
+def _parse_api(text: str, rule: str, served: Mapping[int, ApiRange]) -> int:
     if text.isdigit():
         key = int(text)
         if key not in api_key_map:
@@ -161,10 +161,7 @@ def _parse_api(text: str, rule: str) -> int:
             raise FaultRuleError(f"{rule!r}: {text!r} is not a Kafka API name (e.g. Produce, "
                                  "EndTxn)")
         key = found
-    # Imported here: the handler registry imports the server's collaborators.
-    from kafkatx.broker.handlers import load_handlers
-
-    handler = load_handlers().get(key)
+    handler = served.get(key)
     if handler is None:
         raise FaultRuleError(f"{rule!r}: {api_name(key)} is not served by kafkatx serve")
     if key not in _PER_PARTITION and not all(
@@ -185,8 +182,10 @@ def _parse_error(text: str, rule: str) -> ErrorCode:
     return error
 
 
-def parse_rule(rule: str) -> FaultRule:
-    """One ``--fault`` rule; ``FaultRuleError`` with a one-line message when malformed."""
+def parse_rule(rule: str, served: Mapping[int, ApiRange]) -> FaultRule:
+    """One ``--fault`` rule; ``FaultRuleError`` with a one-line message when malformed.
+    ``served``: the APIs ``kafkatx serve`` answers (its handler registry), which a
+    ``reject`` rule must name."""
     kind, _, rest = rule.partition(":")
     if kind == "drop-marker" and rest:
         topic, partition = _parse_partition(rest, rule)
@@ -214,7 +213,7 @@ def parse_rule(rule: str) -> FaultRule:
         return SlowReplication(node_id=int(node), delay_ms=int(delay))
     if kind == "reject" and rest.count(":") == 1:
         api, error = rest.split(":")
-        return Reject(api_key=_parse_api(api, rule), error=_parse_error(error, rule))
+        return Reject(api_key=_parse_api(api, rule, served), error=_parse_error(error, rule))
     raise FaultRuleError(f"{rule!r} is not a fault rule: expected drop-marker:TOPIC-P, "
                          "crash-after:prepare-commit|prepare-abort|cleaned|swap, "
                          "delay-marker:TOPIC-P:MS, reject:API:ERROR, "

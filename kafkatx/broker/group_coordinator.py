@@ -46,7 +46,7 @@ from kafkatx.formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, 
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker
+    from kafkatx.broker.context import BrokerContext
 
 G = GroupState
 NUM_PARTITIONS = 50  # offsets.topic.num.partitions
@@ -74,7 +74,7 @@ def _append_error(error: ErrorCode) -> ErrorCode:
 class GroupCoordinator:
     """Every classic group of this node (it leads all 50 ``__consumer_offsets`` partitions)."""
 
-    def __init__(self, broker: Broker, *,
+    def __init__(self, broker: BrokerContext, *,
                  initial_rebalance_delay_ms: int = DEFAULT_INITIAL_REBALANCE_DELAY_MS) -> None:
         self.broker = broker
         self.groups: dict[str, GroupMetadata] = {}

@@ -39,8 +39,8 @@ from kafkatx.broker.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, A
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, truncation_step
 
 if TYPE_CHECKING:
-    from kafkatx.broker.replica_manager import Partition
-    from kafkatx.broker.server import Broker
+    from kafkatx.broker.context import BrokerContext
+    from kafkatx.broker.replica_partition import Partition
 
 TopicPartition = tuple[str, int]
 FETCH_WAIT_MAX_MS = 500  # replica.fetch.wait.max.ms
@@ -59,7 +59,7 @@ class FetchState:
 class ReplicaFetcher:
     """Fetches every partition this broker follows from the broker ``leader_id``."""
 
-    def __init__(self, broker: Broker, leader_id: int) -> None:
+    def __init__(self, broker: BrokerContext, leader_id: int) -> None:
         self.broker = broker
         self.leader_id = leader_id
         self.states: dict[TopicPartition, FetchState] = {}

@@ -8,7 +8,7 @@ Mirrors Kafka's ``Partition`` (``makeLeader`` / ``makeFollower``, ``updateFollow
 ``min.insync.replicas`` check) and ``ReplicaManager#applyDelta`` (a leader or follower role
 per partition from the controller's metadata; followers handed to the replica fetcher of their
 leader, :mod:`kafkatx.broker.replica_fetcher`). ISR changes go to the in-process controller
-(:class:`kafkatx.broker.cluster.Cluster`) as Kafka's leader sends ``AlterPartition``.
+(:class:`kafkatx.broker.context.ClusterView`) as Kafka's leader sends ``AlterPartition``.
 """
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.broker.partition_log import PartitionLog
+from kafkatx.broker.replica_fetcher import ReplicaFetcher
+from kafkatx.broker.replica_partition import FollowerState, Partition
 
 if TYPE_CHECKING:
-    from kafkatx.broker.cluster import PartitionState
-    from kafkatx.broker.replica_fetcher import ReplicaFetcher
-    from kafkatx.broker.server import Broker
+    from kafkatx.broker.context import BrokerContext, PartitionState
 
 TopicPartition = tuple[str, int]
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
@@ -37,38 +36,10 @@ def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-@dataclass(slots=True)
-class FollowerState:
-    """``Replica``'s view, on the leader, of one follower (``ReplicaState``)."""
-
-    log_end_offset: int = -1  # unknown until it fetches
-    last_caught_up_ms: int = 0
-    last_fetch_leader_log_end_offset: int = -1
-    last_fetch_ms: int = 0
-
-
-@dataclass(slots=True)
-class Partition:
-    """One hosted replica of a partition and, while this broker leads it, its followers."""
-
-    tp: TopicPartition
-    log: PartitionLog
-    leader: int = -1
-    leader_epoch: int = -1
-    replicas: list[int] = field(default_factory=list)
-    isr: list[int] = field(default_factory=list)
-    followers: dict[int, FollowerState] = field(default_factory=dict)
-    leader_epoch_start_offset: int = 0
-
-    def __post_init__(self) -> None:
-        if self.log.epochs is None:
-            self.log.load_epoch_cache()
-
-
 class ReplicaManager:
     """The hosted partitions of one broker and what their roles need."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -157,8 +128,6 @@ class ReplicaManager:
             self.broker.groups.unload_partition(partition)
 
     def fetcher_for(self, leader: int) -> ReplicaFetcher:
-        from kafkatx.broker.replica_fetcher import ReplicaFetcher
-
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
             fetcher = ReplicaFetcher(self.broker, leader)
@@ -331,7 +300,7 @@ class ReplicaManager:
                 self.broker.warn(f"ISR check failed: {type(exc).__name__}: {exc}")
 
 
-def leader_log(broker: Broker, topic: str, partition: int
+def leader_log(broker: BrokerContext, topic: str, partition: int
                ) -> tuple[PartitionLog | None, ErrorCode]:
     """``ReplicaManager#getPartitionOrError`` for a request only the leader serves: the log
     and NONE; UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition;

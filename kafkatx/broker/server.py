@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from rich.console import Console
@@ -26,46 +26,31 @@ from rich.markup import escape
 
 from kafkatx.broker import protocol
 from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.context import ClusterView, RequestContext
 from kafkatx.broker.coordinator_routing import (
     await_coordinator_replication,
     not_coordinator_response,
 )
-from kafkatx.broker.faults import Faults, reject_response
-from kafkatx.broker.group_coordinator import GroupCoordinator
-from kafkatx.broker.handlers import ApiHandler, load_handlers
+from kafkatx.broker.faults import reject_response
 from kafkatx.broker.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_reply
 from kafkatx.broker.lifecycle import StopRequest
-from kafkatx.broker.log_cleaner import LogCleaner
-from kafkatx.broker.log_loader import LoadInterrupted, LoadProgress
-from kafkatx.broker.log_manager import LogManager, kafka_uuid, random_topic_id
+from kafkatx.broker.log_loader import LoadProgress
+from kafkatx.broker.log_manager import kafka_uuid, random_topic_id
 from kafkatx.broker.partition_log import fsync_files
 from kafkatx.broker.producer_ids import ProducerIdManager
-from kafkatx.broker.replica_manager import ReplicaManager
-from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
 if TYPE_CHECKING:
-    from kafkatx.broker.cluster import Cluster
+    from kafkatx.broker.faults import Faults
+    from kafkatx.broker.group_coordinator import GroupCoordinator
+    from kafkatx.broker.handlers import ApiHandler
+    from kafkatx.broker.log_cleaner import LogCleaner
+    from kafkatx.broker.log_manager import LogManager
+    from kafkatx.broker.replica_manager import ReplicaManager
+    from kafkatx.broker.txn_coordinator import TransactionCoordinator
 
 _SIZE = struct.Struct(">i")
 PROGRESS_AFTER_S = 2.0  # a load taking longer than this prints progress lines
 Frame = Sequence[bytes | bytearray]  # a response frame as chunks (``encode_response_chunks``)
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """One request in flight: its header, the response class of its version, the peer."""
-
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    response_cls: type
-    peer: str
-
-    @property
-    def resp(self) -> Any:
-        """The kio module of the response (nested entity classes by name)."""
-        return protocol.response_module(self.response_cls)
 
 
 @dataclass(slots=True, eq=False)
@@ -81,22 +66,21 @@ class Broker:
     """A broker over ``config.log_dir``: the single node of ``kafkatx serve``, or one of the
     brokers of a ``--brokers N`` cluster (``cluster``: the controller they share)."""
 
+    # Its collaborators, given by the composition root (kafkatx.broker.composition).
+    faults: Faults
+    logs: LogManager
+    cleaner: LogCleaner
+    producer_ids: ProducerIdManager
+    replicas: ReplicaManager
+    groups: GroupCoordinator
+    transactions: TransactionCoordinator
+    handlers: dict[int, ApiHandler]
+
     def __init__(self, config: BrokerConfig, *, console: Console | None = None,
-                 cluster: Cluster | None = None) -> None:
+                 cluster: ClusterView | None = None) -> None:
         self.config = config
         self.cluster = cluster
-        self.faults = Faults(tuple(config.faults))
         self.console = console or Console(stderr=True, highlight=False)
-        self.logs = LogManager(config)
-        self.cleaner = LogCleaner(self.logs, crash_at=self.faults.crash_while_cleaning)
-        self.producer_ids = cluster.producer_ids if cluster is not None else ProducerIdManager()
-        self.replicas = ReplicaManager(self)
-        self.groups = GroupCoordinator(
-            self, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
-        self.transactions = TransactionCoordinator(self)
-        self.transactions.id_expiration_ms = config.transactional_id_expiration_ms
-        self.handlers: dict[int, ApiHandler] = load_handlers(config.transaction_version,
-                                                             cluster=cluster is not None)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
         self._appended = asyncio.Event()
@@ -444,32 +428,3 @@ class Broker:
     def _verbose(self, conn: _Connection, message: str) -> None:
         if self.config.verbose:
             self.log(f"{conn.peer} {message}", style="dim")
-
-
-async def run_broker(config: BrokerConfig, *, console: Console | None = None,
-                     on_listening: Callable[[Broker], None] | None = None,
-                     stop: StopRequest | None = None) -> None:
-    """Run until SIGTERM/SIGINT (``stop``: the process's ``StopRequest``, installed here when
-    not given), then shut down cleanly; a stop during start-up closes what was loaded."""
-    if stop is None:
-        stop = StopRequest()
-        with contextlib.suppress(ValueError):  # not the main thread: no signals
-            stop.install()
-    loop = asyncio.get_running_loop()
-    broker = Broker(config, console=console)
-    stop.notify(lambda: loop.call_soon_threadsafe(broker.stopping.set))
-    try:
-        await broker.start(stop)
-    except LoadInterrupted:
-        broker.log("stop requested during start-up: closing what was loaded")
-        broker.close()
-        broker.log("stopped cleanly")
-        return
-    if on_listening is not None:
-        on_listening(broker)
-    try:
-        await broker.stopping.wait()
-    finally:
-        broker.log("shutting down: writing producer snapshots and checkpoints")
-        await broker.stop()
-        broker.log("stopped cleanly")

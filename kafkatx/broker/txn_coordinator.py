@@ -65,7 +65,7 @@ from kafkatx.semantics.coordinator_partition import partition_for
 from kafkatx.semantics.transaction_states import SHORT_MAX, is_epoch_exhausted
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker
+    from kafkatx.broker.context import BrokerContext
 
 S = TransactionState
 NUM_PARTITIONS = 50  # transaction.state.log.num.partitions
@@ -99,7 +99,7 @@ def _append_error(error: ErrorCode) -> ErrorCode:
 class TransactionCoordinator:
     """Every transactional id of this node (it leads all 50 ``__transaction_state`` partitions)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.cache: dict[str, TransactionMetadata] = {}
         self.coordinator_epoch = LEADER_EPOCH  # the __transaction_state partition leader epoch

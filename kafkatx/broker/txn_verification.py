@@ -18,8 +18,8 @@ from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkatx.broker.batch_header import BatchHeader
+    from kafkatx.broker.context import BrokerContext
     from kafkatx.broker.partition_log import PartitionLog
-    from kafkatx.broker.server import Broker
 
 FIRST_ADD_PARTITION_VERSION = 12  # Produce v12: the client relies on the implicit add
 FIRST_ABORTABLE_VERSION = 11  # Produce v11 knows TRANSACTION_ABORTABLE
@@ -30,7 +30,7 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
     ErrorCode.not_coordinator})
 
 
-def verify_transactional_produce(broker: Broker, transactional_id: str | None, topic: str,
+def verify_transactional_produce(broker: BrokerContext, transactional_id: str | None, topic: str,
                                  partition: int, log: PartitionLog, header: BatchHeader,
                                  api_version: int) -> tuple[ErrorCode, str] | None:
     """The error refusing this append (of the batch ``header`` heads), or None when it may go

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from kafkatx.broker.capture_copy import copy_capture
 from kafkatx.broker.cluster import Cluster, broker_command, broker_dir, run_cluster
+from kafkatx.broker.composition import build_cluster, run_broker
 from kafkatx.broker.config import (
     DEFAULT_CLEANER_BACKOFF_MS,
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -27,16 +28,18 @@ from kafkatx.broker.config import (
 )
 from kafkatx.broker.control import start_control
 from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, Faults, parse_rule
+from kafkatx.broker.handlers import load_handlers
 from kafkatx.broker.kraft_log import DEFAULT_SNAPSHOT_BYTES
 from kafkatx.broker.lifecycle import stop_request
-from kafkatx.broker.server import Broker, run_broker
+from kafkatx.broker.server import Broker
 from kafkatx.errors import KafkatxError
 
 
 def _parse_faults(ctx: click.Context, param: click.Parameter,
                   values: tuple[str, ...]) -> tuple[FaultRule, ...]:
     try:
-        return tuple(parse_rule(v) for v in values)
+        served = load_handlers()
+        return tuple(parse_rule(v, served) for v in values)
     except FaultRuleError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
@@ -242,7 +245,8 @@ def _serve_cluster(config: BrokerConfig, num_brokers: int, replication_factor: i
         configs[node_id] = dataclasses.replace(
             config, node_id=node_id, port=config.port + i if config.port else 0,
             log_dir=broker_dir(Path(config.log_dir), node_id))
-    cluster = Cluster(configs, console=console, default_replication_factor=replication_factor)
+    cluster = build_cluster(configs, console=console,
+                            default_replication_factor=replication_factor)
     tasks: list[asyncio.Future[asyncio.Server]] = []
 
     def listening(cluster: Cluster) -> None:

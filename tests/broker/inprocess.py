@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 
+from kafkatx.broker.composition import build_broker
 from kafkatx.broker.config import BrokerConfig
 from kafkatx.broker.partition_log import AppendResult, PartitionLog
 from kafkatx.broker.server import Broker
@@ -27,8 +28,8 @@ def run_broker(log_dir: Path, body: Callable[[Broker], Coroutine[Any, Any, T]],
     """Load a broker on ``log_dir``, run ``body`` inside the event loop, close it cleanly."""
 
     async def main() -> T:
-        broker = Broker(BrokerConfig(log_dir=log_dir, port=0, **config),
-                        console=Console(file=io.StringIO(), width=200))
+        broker = build_broker(BrokerConfig(log_dir=log_dir, port=0, **config),
+                              console=Console(file=io.StringIO(), width=200))
         broker.load()
         try:
             return await body(broker)

@@ -21,15 +21,22 @@ from kafkatx.broker.faults import (
     CrashAfter,
     DelayMarker,
     DropMarker,
+    FaultRule,
     FaultRuleError,
     Reject,
-    parse_rule,
 )
+from kafkatx.broker.faults import parse_rule as parse_served_rule
+from kafkatx.broker.handlers import load_handlers
 from kafkatx.formats.transaction_log import TransactionState
 from tests.broker.kafkatx_cli import replay_visible, run_cli
 from tests.broker.serve_process import ServeProcess
 from tests.broker.test_wire import list_offset
 from tests.broker.wire import WireClient
+
+
+def parse_rule(rule: str) -> FaultRule:
+    """A rule as ``kafkatx serve --fault`` parses it (against the APIs it serves)."""
+    return parse_served_rule(rule, load_handlers())
 
 Serve = Callable[..., ServeProcess]
 FAST = ("--group-initial-rebalance-delay-ms", "0", "--transaction-abort-interval-ms", "200")

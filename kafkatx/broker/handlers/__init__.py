@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
-Handler = Callable[["Broker", "RequestContext", Any], Awaitable[Any]]
+Handler = Callable[["BrokerContext", "RequestContext", Any], Awaitable[Any]]
 
 HANDLER_MODULES = (
     "kafkatx.broker.handlers.api_versions",

@@ -21,7 +21,7 @@ from kafkatx.broker import protocol
 from kafkatx.broker.handlers import ApiHandler, api
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 API_VERSIONS_KEY = 18
 MIN_VERSION, MAX_VERSION = 0, 3  # Kafka 3.0's ApiVersions range
@@ -31,7 +31,7 @@ FINALIZED_FEATURES_EPOCH = 0
 
 
 @api(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION)
-async def handle_api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_api_versions(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     client = getattr(request, "client_software_name", None)
     if client:
         broker.log(f"{ctx.peer} is {client} {getattr(request, 'client_software_version', '')}")

@@ -16,10 +16,11 @@ from kafkatx.broker.config_admin import ConfigAdmin, Result
 from kafkatx.broker.handlers import api
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 
-def _response(broker: Broker, ctx: RequestContext, request: Any, results: list[Result]) -> Any:
+def _response(broker: BrokerContext, ctx: RequestContext, request: Any,
+              results: list[Result]) -> Any:
     for res, result in zip(request.resources, results, strict=True):
         if result.error.value == 0 and not request.validate_only:
             broker.log(f"configs of {'topic' if res.resource_type == 2 else 'broker'} "
@@ -33,7 +34,7 @@ def _response(broker: Broker, ctx: RequestContext, request: Any, results: list[R
 
 
 @api(33, 0, 2)
-async def handle_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_configs(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     admin = ConfigAdmin(broker.logs, broker.config.node_id)
     results = admin.legacy_alter(
         [(r.resource_type, r.resource_name, [(c.name, c.value) for c in r.configs])
@@ -42,7 +43,7 @@ async def handle_alter_configs(broker: Broker, ctx: RequestContext, request: Any
 
 
 @api(44, 0, 1)
-async def handle_incremental_alter_configs(broker: Broker, ctx: RequestContext,
+async def handle_incremental_alter_configs(broker: BrokerContext, ctx: RequestContext,
                                            request: Any) -> Any:
     admin = ConfigAdmin(broker.logs, broker.config.node_id)
     results = admin.incremental_alter(

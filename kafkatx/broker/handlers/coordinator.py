@@ -24,14 +24,14 @@ from kafkatx.broker.log_manager import (
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
 @api(10, 0, 4)
-async def handle_find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_find_coordinator(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
     topic = GROUP_METADATA_TOPIC if key_type == GROUP_KEY_TYPE else TRANSACTION_STATE_TOPIC
     if key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):

@@ -40,7 +40,7 @@ from kafkatx.broker.replica_manager import leader_log
 from kafkatx.semantics.read_committed import IsolationLevel
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 UNKNOWN_OFFSET = -1
 MAX_WAIT_CAP_S = 30.0  # never hold a connection longer, whatever the client asks
@@ -61,7 +61,7 @@ def leader_epoch_error(log: PartitionLog, current_leader_epoch: int) -> ErrorCod
     return ErrorCode.fenced_leader_epoch
 
 
-def _read_all(broker: Broker, ctx: RequestContext, request: Any,
+def _read_all(broker: BrokerContext, ctx: RequestContext, request: Any,
               isolation: IsolationLevel) -> tuple[tuple[Any, ...], int, bool]:
     """(topic responses, bytes read, whether any partition has an error)."""
     limit = getattr(request, "max_bytes", 2**31 - 1)
@@ -129,7 +129,7 @@ def _read_all(broker: Broker, ctx: RequestContext, request: Any,
     return tuple(topics), total, any_error
 
 
-def _maybe_convert(broker: Broker, ctx: RequestContext, topic: str, records: bytes,
+def _maybe_convert(broker: BrokerContext, ctx: RequestContext, topic: str, records: bytes,
                    fetch_offset: int) -> tuple[bytes, ErrorCode | None]:
     """``KafkaApis#maybeConvertFetchedData``: (the records to send, or the partition's error)."""
     configs = broker.logs.topics[topic].configs
@@ -153,7 +153,7 @@ def _partition(ctx: RequestContext, index: int, error: ErrorCode) -> Any:
 
 
 @api(1, 0, 12)
-async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_fetch(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     isolation = isolation_of(request)
     max_wait_s = min(max(protocol.ms(request.max_wait), 0) / 1000, MAX_WAIT_CAP_S)
     deadline = time.monotonic() + max_wait_s

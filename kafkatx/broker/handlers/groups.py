@@ -28,7 +28,7 @@ from kafkatx.broker.groups import GroupState, OffsetAndMetadata
 from kafkatx.broker.handlers import api
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 DEFAULT_RETENTION_MS = -1  # OffsetCommitRequest.DEFAULT_RETENTION_TIME
 
@@ -38,7 +38,7 @@ def _client_host(ctx: RequestContext) -> str:
 
 
 @api(11, 0, 7)
-async def handle_join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_join_group(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     session_ms = protocol.ms(request.session_timeout)
     rebalance_ms = protocol.ms(getattr(request, "rebalance_timeout", session_ms))
     result = await broker.groups.handle_join_group(
@@ -60,7 +60,7 @@ async def handle_join_group(broker: Broker, ctx: RequestContext, request: Any) -
 
 
 @api(14, 0, 5)
-async def handle_sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_sync_group(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     result = await broker.groups.handle_sync_group(
         request.group_id, request.generation_id, request.member_id,
         getattr(request, "protocol_type", None), getattr(request, "protocol_name", None),
@@ -72,7 +72,7 @@ async def handle_sync_group(broker: Broker, ctx: RequestContext, request: Any) -
 
 
 @api(12, 0, 4)
-async def handle_heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_heartbeat(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     error = broker.groups.handle_heartbeat(request.group_id, request.member_id,
                                            getattr(request, "group_instance_id", None),
                                            request.generation_id)
@@ -80,7 +80,7 @@ async def handle_heartbeat(broker: Broker, ctx: RequestContext, request: Any) ->
 
 
 @api(13, 0, 4)
-async def handle_leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_leave_group(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     if hasattr(request, "members"):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -96,7 +96,7 @@ async def handle_leave_group(broker: Broker, ctx: RequestContext, request: Any) 
 
 
 def requested_offsets(
-    broker: Broker, topics: Any, now: int, expire: int = -1
+    broker: BrokerContext, topics: Any, now: int, expire: int = -1
 ) -> tuple[dict[tuple[str, int], OffsetAndMetadata], dict[tuple[str, int], ErrorCode]]:
     """The offsets an OffsetCommit/TxnOffsetCommit asks to store, and unknown partitions."""
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -114,7 +114,7 @@ def requested_offsets(
 
 
 @api(8, 2, 8)
-async def handle_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_commit(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     now = broker.now_ms()
     retention = getattr(request, "retention_time", None)
     retention_ms = DEFAULT_RETENTION_MS if retention is None else protocol.ms(retention)
@@ -133,7 +133,7 @@ async def handle_offset_commit(broker: Broker, ctx: RequestContext, request: Any
         for topic, parts in by_topic.items()))
 
 
-def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool
+def _fetch_group(broker: BrokerContext, group_id: str, topics: Any, require_stable: bool
                  ) -> tuple[ErrorCode, dict[str, list[tuple[int, tuple[int, int, str,
                                                                          ErrorCode]]]]]:
     wanted = None
@@ -147,7 +147,7 @@ def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: boo
 
 
 @api(9, 1, 8)
-async def handle_offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_fetch(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     require_stable = bool(getattr(request, "require_stable", False))
     if hasattr(request, "groups"):  # v8
         groups = []
@@ -179,7 +179,7 @@ async def handle_offset_fetch(broker: Broker, ctx: RequestContext, request: Any)
 
 
 @api(16, 0, 4)
-async def handle_list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_list_groups(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     groups = broker.groups.list_groups(set(getattr(request, "states_filter", ()) or ()))
     return protocol.make(ctx.response_cls, error_code=ErrorCode.none, groups=tuple(
         protocol.make(ctx.resp.ListedGroup, group_id=g.group_id,
@@ -188,7 +188,7 @@ async def handle_list_groups(broker: Broker, ctx: RequestContext, request: Any) 
 
 
 @api(15, 0, 5)
-async def handle_describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_groups(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     """``KafkaApis#handleDescribeGroupsRequest``: from v3, a group described without error
     carries its authorized operations when asked (every one: no authorizer)."""
     ops = (GROUP_AUTHORIZED_OPERATIONS if getattr(request, "include_authorized_operations", False)
@@ -220,7 +220,7 @@ async def handle_describe_groups(broker: Broker, ctx: RequestContext, request: A
 
 
 @api(42, 0, 2)
-async def handle_delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_groups(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     """``handleDeleteGroupsRequest``: each distinct group once, in the request's order."""
     group_ids = list(dict.fromkeys(request.groups_names))
     errors = broker.groups.handle_delete_groups(group_ids)
@@ -230,7 +230,7 @@ async def handle_delete_groups(broker: Broker, ctx: RequestContext, request: Any
 
 
 @api(47, 0, 0)
-async def handle_offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_delete(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     """``KafkaApis#handleOffsetDeleteRequest``: partitions of topics or partitions the metadata
     does not have are UNKNOWN_TOPIC_OR_PARTITION (listed first, as Kafka's response builder adds
     them before merging the coordinator's answer); a group error is the top-level error with no

@@ -22,11 +22,11 @@ from kafkatx.broker.replica_manager import leader_log
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 
 @api(23, 2, 4, cluster_only=True)
-async def handle_offset_for_leader_epoch(broker: Broker, ctx: RequestContext,
+async def handle_offset_for_leader_epoch(broker: BrokerContext, ctx: RequestContext,
                                          request: Any) -> Any:
     topics = []
     for topic in request.topics:

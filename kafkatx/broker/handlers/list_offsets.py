@@ -26,13 +26,13 @@ from kafkatx.broker.replica_manager import leader_log
 from kafkatx.semantics.read_committed import IsolationLevel
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 CONSUMER_REPLICA_ID = -1
 
 
 @api(2, 0, 7)
-async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_list_offsets(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version == 0:
         return _list_offsets_v0(broker, ctx, request)
     isolation: IsolationLevel | None = None
@@ -70,7 +70,7 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     return protocol.make(ctx.response_cls, topics=tuple(topics))
 
 
-def _list_offsets_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def _list_offsets_v0(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     now = broker.now_ms()
     topics = []
     for topic in request.topics:

@@ -32,18 +32,18 @@ from kafkatx.broker.acl_operations import (
     CLUSTER_AUTHORIZED_OPERATIONS,
     TOPIC_AUTHORIZED_OPERATIONS,
 )
-from kafkatx.broker.cluster import ClusterError
 from kafkatx.broker.config import LEADER_EPOCH
+from kafkatx.broker.context import ClusterError
 from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # EndpointType ids
 
 
-def live_brokers(broker: Broker) -> list[tuple[int, str, int]]:
+def live_brokers(broker: BrokerContext) -> list[tuple[int, str, int]]:
     """(node id, host, port) of every running broker: this one alone outside a cluster."""
     if broker.cluster is None:
         return [(broker.config.node_id, broker.advertised_host, broker.port)]
@@ -51,18 +51,18 @@ def live_brokers(broker: Broker) -> list[tuple[int, str, int]]:
             for _, b in sorted(broker.cluster.brokers.items())]
 
 
-def controller_id(broker: Broker) -> int:
+def controller_id(broker: BrokerContext) -> int:
     if broker.cluster is None or not broker.cluster.brokers:
         return broker.config.node_id
     return min(broker.cluster.brokers)
 
 
-def broker_entries(broker: Broker, ctx: RequestContext) -> tuple[Any, ...]:
+def broker_entries(broker: BrokerContext, ctx: RequestContext) -> tuple[Any, ...]:
     return tuple(protocol.make(ctx.resp.MetadataResponseBroker, node_id=node, host=host,
                                port=port, rack=None) for node, host, port in live_brokers(broker))
 
 
-def _partition_entry(broker: Broker, ctx: RequestContext, topic: Topic, p: int) -> Any:
+def _partition_entry(broker: BrokerContext, ctx: RequestContext, topic: Topic, p: int) -> Any:
     node = broker.config.node_id
     state = broker.cluster.state(topic.name, p) if broker.cluster is not None else None
     if broker.cluster is None or state is None:
@@ -78,7 +78,7 @@ def _partition_entry(broker: Broker, ctx: RequestContext, topic: Topic, p: int) 
         offline_replicas=tuple(r for r in state.replicas if r not in alive))
 
 
-def topic_entry(broker: Broker, ctx: RequestContext, topic: Topic,
+def topic_entry(broker: BrokerContext, ctx: RequestContext, topic: Topic,
                 authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
     partitions = tuple(_partition_entry(broker, ctx, topic, p)
                        for p in range(topic.num_partitions))
@@ -96,7 +96,7 @@ def _error_topic(ctx: RequestContext, name: str | None, error: ErrorCode,
 
 
 @api(3, 0, 11)
-async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_metadata(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     logs = broker.logs
     requested = request.topics
     topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
@@ -148,7 +148,7 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
 
 
 @api(60, 0, 1)
-async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_cluster(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     endpoint = getattr(request, "endpoint_type", BROKER_ENDPOINT)
     if endpoint not in (BROKER_ENDPOINT, CONTROLLER_ENDPOINT):
         return protocol.make(

@@ -35,7 +35,7 @@ from kafkatx.broker.replica_manager import leader_log
 from kafkatx.broker.txn_verification import verify_transactional_produce
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 ZSTD = 4
 ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
@@ -98,7 +98,7 @@ def old_version_records(records: bytes | None, log: PartitionLog
 
 
 @api(0, 0, 9, tv2_max_version=12)
-async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_produce(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     now = broker.now_ms()
     responses: list[tuple[str, list[PartitionResult]]] = []
@@ -174,7 +174,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                                     encode_produce_response(ctx.api_version, responses))
 
 
-async def _wait_for_replication(broker: Broker, request: Any,
+async def _wait_for_replication(broker: BrokerContext, request: Any,
                                 responses: list[tuple[str, list[PartitionResult]]],
                                 waits: list[tuple[int, int, int]], failures: list[str]) -> None:
     """``DelayedProduce``: each acks=-1 partition's answer waits until its high watermark

@@ -20,12 +20,13 @@ from kafkatx.broker.partition_log import AppendError
 from kafkatx.broker.replica_manager import leader_log
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 INVALID_LOW_WATERMARK = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK
 
 
-def _delete(broker: Broker, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
+def _delete(broker: BrokerContext, topic: str, partition: int,
+            offset: int) -> tuple[ErrorCode, int]:
     t = broker.logs.topics.get(topic)
     if t is None or not 0 <= partition < t.num_partitions:  # !metadataCache.contains
         return ErrorCode.unknown_topic_or_partition, INVALID_LOW_WATERMARK
@@ -40,7 +41,7 @@ def _delete(broker: Broker, topic: str, partition: int, offset: int) -> tuple[Er
 
 
 @api(21, 0, 2)
-async def handle_delete_records(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_records(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     # A partition named twice counts once, its last offset winning (KafkaApis builds a Map).
     wanted: dict[str, dict[int, int]] = {}
     for topic in request.topics:

@@ -23,19 +23,19 @@ from kafkatx.broker.handlers import api
 from kafkatx.broker.handlers.topics import manual_assignment_problem
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 PREFERRED, UNCLEAN = 0, 1  # ElectionType
 FUTURE_DIR_EXTRA = len(".") + 32 + len("-future")  # UnifiedLog.logFutureDirName's suffix
 
 
-def _has_partition(broker: Broker, topic: str, partition: int) -> bool:
+def _has_partition(broker: BrokerContext, topic: str, partition: int) -> bool:
     t = broker.logs.topics.get(topic)
     return t is not None and 0 <= partition < t.num_partitions
 
 
 @api(43, 0, 2)
-async def handle_elect_leaders(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_elect_leaders(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     election = getattr(request, "election_type", PREFERRED)
     wanted = request.topic_partitions
     if election not in (PREFERRED, UNCLEAN):  # ElectLeadersRequest#getErrorResponse
@@ -70,7 +70,7 @@ async def handle_elect_leaders(broker: Broker, ctx: RequestContext, request: Any
                          replica_election_results=tuple(results))
 
 
-def _reassignment_error(broker: Broker, topic: str, partition: Any
+def _reassignment_error(broker: BrokerContext, topic: str, partition: Any
                         ) -> tuple[ErrorCode, str | None]:
     """``ReplicationControlManager#alterPartitionReassignment``."""
     if topic not in broker.logs.topics:
@@ -87,7 +87,7 @@ def _reassignment_error(broker: Broker, topic: str, partition: Any
 
 
 @api(45, 0, 0)
-async def handle_alter_partition_reassignments(broker: Broker, ctx: RequestContext,
+async def handle_alter_partition_reassignments(broker: BrokerContext, ctx: RequestContext,
                                                request: Any) -> Any:
     responses = []
     for t in request.topics:
@@ -104,14 +104,14 @@ async def handle_alter_partition_reassignments(broker: Broker, ctx: RequestConte
 
 
 @api(46, 0, 0)
-async def handle_list_partition_reassignments(broker: Broker, ctx: RequestContext,
+async def handle_list_partition_reassignments(broker: BrokerContext, ctx: RequestContext,
                                               request: Any) -> Any:
     return protocol.make(ctx.response_cls, error_code=ErrorCode.none, error_message=None,
                          topics=())
 
 
 @api(35, 1, 2)
-async def handle_describe_log_dirs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_log_dirs(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     by_topic: dict[str, list[Any]] = defaultdict(list)
@@ -130,7 +130,7 @@ async def handle_describe_log_dirs(broker: Broker, ctx: RequestContext, request:
     return protocol.make(ctx.response_cls, results=(result,))
 
 
-def _move_error(broker: Broker, path: str, topic: str, partition: int) -> ErrorCode:
+def _move_error(broker: BrokerContext, path: str, topic: str, partition: int) -> ErrorCode:
     """``ReplicaManager#alterReplicaLogDirs`` for one partition."""
     if len(f"{topic}-{partition}") + FUTURE_DIR_EXTRA > 255:
         return ErrorCode.invalid_topic_exception
@@ -144,7 +144,7 @@ def _move_error(broker: Broker, path: str, topic: str, partition: int) -> ErrorC
 
 
 @api(34, 1, 2)
-async def handle_alter_replica_log_dirs(broker: Broker, ctx: RequestContext,
+async def handle_alter_replica_log_dirs(broker: BrokerContext, ctx: RequestContext,
                                         request: Any) -> Any:
     errors: dict[str, dict[int, ErrorCode]] = defaultdict(dict)
     for d in request.dirs:

@@ -48,7 +48,7 @@ from kafkatx.broker.handlers import api
 from kafkatx.broker.log_manager import INTERNAL_TOPICS, Topic, TopicError, validate_topic_name
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 # ConfigResource.Type ids
 TOPIC_RESOURCE = 2
@@ -68,7 +68,7 @@ def _unify(name: str) -> str:
     return name.replace(".", "_")
 
 
-def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
+def _check_create(broker: BrokerContext, topic: Any) -> tuple[int, dict[str, str]]:
     name = topic.name
     problem = validate_topic_name(name)
     if problem is not None:
@@ -130,7 +130,7 @@ def _check_create(broker: Broker, topic: Any) -> tuple[int, dict[str, str]]:
     return num_partitions, {k: v for k, v in configs.items() if v is not None}
 
 
-def _replication(broker: Broker, topic: Any, num_partitions: int) -> list[list[int]]:
+def _replication(broker: BrokerContext, topic: Any, num_partitions: int) -> list[list[int]]:
     """The replicas of each partition: the manual assignment, else the controller's."""
     assignments = tuple(topic.assignments or ())
     if assignments:
@@ -144,7 +144,7 @@ def _replication(broker: Broker, topic: Any, num_partitions: int) -> list[list[i
 
 
 @api(19, 2, 7)
-async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_create_topics(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
     results = []
     for topic in request.topics:
@@ -188,7 +188,7 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
 
 
 @api(20, 1, 6)
-async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_topics(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     if hasattr(request, "topics"):
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
@@ -231,7 +231,7 @@ class _ConfigValue:
     read_only: bool = field(default=False, kw_only=True)
 
 
-def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_ConfigValue]:
+def _topic_config_values(broker: BrokerContext, overrides: dict[str, str]) -> list[_ConfigValue]:
     """``ConfigHelper#createTopicConfigEntry`` for every topic config."""
     out = []
     for d in TOPIC_CONFIGS:
@@ -249,7 +249,7 @@ def _topic_config_values(broker: Broker, overrides: dict[str, str]) -> list[_Con
 _DYNAMIC_BROKER_CONFIGS = frozenset({"advertised.listeners", "listeners", *BROKER_LOG_CONFIGS})
 
 
-def _broker_config_values(broker: Broker, per_broker: bool) -> list[_ConfigValue]:
+def _broker_config_values(broker: BrokerContext, per_broker: bool) -> list[_ConfigValue]:
     """``ConfigHelper#createBrokerConfigEntry``: for this node's resource, what ``kafkatx
     serve`` sets is a static broker config, under what AlterConfigs set for this node
     (DYNAMIC_BROKER_CONFIG) or the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG); a config only set
@@ -339,7 +339,7 @@ def _entries(ctx: RequestContext, request: Any, values: Iterable[_ConfigValue],
 
 
 @api(32, 1, 4)
-async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_configs(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     results = []
     for res in request.resources:
         error, message, configs = ErrorCode.none, None, ()
@@ -369,7 +369,7 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
     return protocol.make(ctx.response_cls, results=tuple(results))
 
 
-def manual_assignment_problem(broker: Broker, broker_ids: Iterable[int],
+def manual_assignment_problem(broker: BrokerContext, broker_ids: Iterable[int],
                               replication_factor: int | None) -> str | None:
     """``ReplicationControlManager#validateManualPartitionAssignment`` (the registered brokers:
     this node, or the brokers of a ``--brokers N`` serve)."""
@@ -392,7 +392,7 @@ def manual_assignment_problem(broker: Broker, broker_ids: Iterable[int],
     return None
 
 
-def _check_create_partitions(broker: Broker, request: Any) -> int:
+def _check_create_partitions(broker: BrokerContext, request: Any) -> int:
     """The new partition count of one ``CreatePartitionsTopic``, or ``_Refused``."""
     topic = broker.logs.topics.get(request.name)
     if topic is None:
@@ -424,7 +424,7 @@ def _check_create_partitions(broker: Broker, request: Any) -> int:
 
 
 @api(37, 0, 3)
-async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_create_partitions(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
     duplicates = [n for n in dict.fromkeys(names) if names.count(n) > 1]
     results = [protocol.make(ctx.resp.CreatePartitionsTopicResult, name=n,

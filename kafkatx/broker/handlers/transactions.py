@@ -31,7 +31,7 @@ from kafkatx.broker.handlers.groups import requested_offsets
 from kafkatx.formats.transaction_log import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 if TYPE_CHECKING:
-    from kafkatx.broker.server import Broker, RequestContext
+    from kafkatx.broker.context import BrokerContext, RequestContext
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -43,14 +43,14 @@ def fenced_error(error: ErrorCode, version: int, first_fenced_version: int) -> E
     return error
 
 
-def client_transaction_version(broker: Broker, version: int, first_tv2_version: int) -> int:
+def client_transaction_version(broker: BrokerContext, version: int, first_tv2_version: int) -> int:
     """The transaction version a request runs under: 2 when the cluster finalized
     transactions v2 and the client sent a version that signals it (``KafkaApis``)."""
     return 2 if broker.config.transaction_version >= 2 and version >= first_tv2_version else 0
 
 
 @api(22, 0, 4, tv2_max_version=5)
-async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_init_producer_id(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
     epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
     if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
@@ -66,7 +66,7 @@ async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: 
                          producer_id=result.producer_id, producer_epoch=result.producer_epoch)
 
 
-def _existing(broker: Broker, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int],
+def _existing(broker: BrokerContext, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int],
                                                                              ErrorCode]:
     """UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not have, OPERATION_NOT_
     ATTEMPTED for the rest when any is unknown; empty when all exist."""
@@ -78,7 +78,8 @@ def _existing(broker: Broker, partitions: Iterable[tuple[str, int]]) -> dict[tup
 
 
 @api(24, 0, 3, tv2_max_version=5)
-async def handle_add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_add_partitions_to_txn(broker: BrokerContext, ctx: RequestContext,
+                                       request: Any) -> Any:
     if ctx.api_version >= 4:
         return _add_partitions_batch(broker, ctx, request)
     wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
@@ -105,7 +106,7 @@ def _topic_results(ctx: RequestContext, errors: dict[tuple[str, int], ErrorCode]
                  for topic, parts in by_topic.items())
 
 
-def _add_partitions_batch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def _add_partitions_batch(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     """v4+: one result per transaction; ``verify_only`` checks the partitions are in the
     transaction (``handleVerifyPartitionsInTransaction``), otherwise they are added, under
     transactions v2 from v5 on."""
@@ -131,14 +132,15 @@ def _add_partitions_batch(broker: Broker, ctx: RequestContext, request: Any) -> 
 
 
 @api(25, 0, 3, tv2_max_version=4)
-async def handle_add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_add_offsets_to_txn(broker: BrokerContext, ctx: RequestContext,
+                                    request: Any) -> Any:
     error = broker.transactions.handle_add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
     return protocol.make(ctx.response_cls, error_code=fenced_error(error, ctx.api_version, 2))
 
 
 @api(26, 0, 3, tv2_max_version=5)
-async def handle_end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_end_txn(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     tv = client_transaction_version(broker, ctx.api_version, 5)
     error, pid, epoch = broker.transactions.handle_end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch,
@@ -152,7 +154,7 @@ async def handle_end_txn(broker: Broker, ctx: RequestContext, request: Any) -> A
 
 
 @api(27, 1, 1)
-async def handle_write_txn_markers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_write_txn_markers(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     results = []
     for marker in request.markers:
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
@@ -173,7 +175,7 @@ async def handle_write_txn_markers(broker: Broker, ctx: RequestContext, request:
 
 
 @api(28, 0, 3, tv2_max_version=5)
-async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_txn_offset_commit(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     offsets, errors = requested_offsets(broker, request.topics, broker.now_ms())
     if offsets:
         refused = _add_or_verify_offsets_partition(broker, ctx, request)
@@ -195,7 +197,7 @@ async def handle_txn_offset_commit(broker: Broker, ctx: RequestContext, request:
                       partitions=tuple(parts)) for topic, parts in by_topic.items()))
 
 
-def _add_or_verify_offsets_partition(broker: Broker, ctx: RequestContext,
+def _add_or_verify_offsets_partition(broker: BrokerContext, ctx: RequestContext,
                                      request: Any) -> ErrorCode:
     """KIP-890 for offset commits: v5 under transactions v2 adds the group's
     ``__consumer_offsets`` partition to the transaction (what AddOffsetsToTxn did); from
@@ -215,7 +217,8 @@ def _add_or_verify_offsets_partition(broker: Broker, ctx: RequestContext,
 
 
 @api(61, 0, 0)
-async def handle_describe_producers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_describe_producers(broker: BrokerContext, ctx: RequestContext,
+                                    request: Any) -> Any:
     topics = []
     for topic in request.topics:
         partitions = []
@@ -245,7 +248,7 @@ async def handle_describe_producers(broker: Broker, ctx: RequestContext, request
 
 
 @api(65, 0, 0)
-async def handle_describe_transactions(broker: Broker, ctx: RequestContext,
+async def handle_describe_transactions(broker: BrokerContext, ctx: RequestContext,
                                        request: Any) -> Any:
     states = []
     for txn_id in request.transactional_ids:
@@ -273,7 +276,7 @@ async def handle_describe_transactions(broker: Broker, ctx: RequestContext,
 
 
 @api(66, 0, 0)
-async def handle_list_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def handle_list_transactions(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     found, unknown = broker.transactions.list_transactions(
         set(request.producer_id_filters), set(request.state_filters),
         getattr(request, "duration_filter", -1))
