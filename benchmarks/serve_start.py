@@ -48,8 +48,8 @@ import crc32c
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kafkatx.broker.coordinator_log import build_batch as build_coordinator_batch  # noqa: E402
-from kafkatx.broker.partition_log import LogConfig, PartitionLog  # noqa: E402
+from kafkatx.broker.coordinators.coordinator_log import build_batch as build_coordinator_batch  # noqa: E402
+from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog  # noqa: E402
 from kafkatx.formats.record_batch import Record, build_batch  # noqa: E402
 from kafkatx.formats.transaction_log import (  # noqa: E402
     TransactionLogKey,

@@ -4,7 +4,7 @@ import sys
 
 if sys.argv[1:2] == ["serve"]:
     # A stop signal is a clean stop from the first moment, before the imports below.
-    from kafkatx.broker.lifecycle import install_early
+    from kafkatx.broker.protocol.lifecycle import install_early
 
     install_early()
 

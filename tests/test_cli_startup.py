@@ -39,7 +39,7 @@ def test_help_imports_no_command_module() -> None:
 def test_lso_does_not_load_the_broker() -> None:
     loaded = _modules_after(["lso", "fixtures/logdir", "--format", "json"])
     assert "kafkatx.cli.lso_cmd" in loaded
-    for other in ("kafkatx.cli.serve_cmd", "kafkatx.cli.dump_cmd", "kafkatx.broker.server",
+    for other in ("kafkatx.cli.serve_cmd", "kafkatx.cli.dump_cmd", "kafkatx.broker.protocol.server",
                   "kio", "pyarrow"):
         assert other not in loaded, other
 

@@ -1,6 +1,6 @@
 """The composition root: the one place a broker (or a ``--brokers N`` cluster) is built.
 
-A :class:`~kafkatx.broker.server.Broker` is the server (connections, dispatch, its loops)
+A :class:`~kafkatx.broker.protocol.server.Broker` is the server (connections, dispatch, its loops)
 and the :class:`~kafkatx.broker.context.BrokerContext` its collaborators see; here it is given
 them: the log dir's ``LogManager`` and cleaner, the producer id manager, the replica manager,
 the group and transaction coordinators and the handler registry, as Kafka's ``BrokerServer``
@@ -16,19 +16,19 @@ from collections.abc import Callable, Mapping
 
 from rich.console import Console
 
-from kafkatx.broker.cluster import Cluster
-from kafkatx.broker.config import BrokerConfig
+from kafkatx.broker.config.broker_config import BrokerConfig
+from kafkatx.broker.coordinators.group_coordinator import GroupCoordinator
+from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
 from kafkatx.broker.faults import Faults
-from kafkatx.broker.group_coordinator import GroupCoordinator
-from kafkatx.broker.handlers import load_handlers
-from kafkatx.broker.lifecycle import StopRequest
-from kafkatx.broker.log_cleaner import LogCleaner
+from kafkatx.broker.kraft.producer_ids import ProducerIdManager
 from kafkatx.broker.log_loader import LoadInterrupted
-from kafkatx.broker.log_manager import LogManager
-from kafkatx.broker.producer_ids import ProducerIdManager
-from kafkatx.broker.replica_manager import ReplicaManager
-from kafkatx.broker.server import Broker
-from kafkatx.broker.txn_coordinator import TransactionCoordinator
+from kafkatx.broker.logdir.log_cleaner import LogCleaner
+from kafkatx.broker.logdir.log_manager import LogManager
+from kafkatx.broker.protocol.handlers import load_handlers
+from kafkatx.broker.protocol.lifecycle import StopRequest
+from kafkatx.broker.protocol.server import Broker
+from kafkatx.broker.replication.cluster import Cluster
+from kafkatx.broker.replication.replica_manager import ReplicaManager
 
 
 def build_broker(config: BrokerConfig, *, console: Console | None = None,
@@ -86,3 +86,23 @@ async def run_broker(config: BrokerConfig, *, console: Console | None = None,
         broker.log("shutting down: writing producer snapshots and checkpoints")
         await broker.stop()
         broker.log("stopped cleanly")
+
+
+async def run_cluster(cluster: Cluster, stop: StopRequest,
+                      on_listening: Callable[[Cluster], None] | None = None) -> None:
+    """``kafkatx serve --brokers N`` until SIGTERM/SIGINT: start every broker, then at the stop
+    let the followers catch up (at most ``SETTLE_TIMEOUT_S``) and stop them all cleanly."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    stop.notify(lambda: loop.call_soon_threadsafe(stopping.set))
+    await cluster.start()
+    if on_listening is not None:
+        on_listening(cluster)
+    try:
+        await stopping.wait()
+    finally:
+        if cluster.brokers:
+            next(iter(cluster.brokers.values())).log(
+                "shutting down: followers catch up, then producer snapshots and checkpoints")
+        await cluster.wait_settled()
+        await cluster.stop()

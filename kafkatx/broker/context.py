@@ -215,7 +215,7 @@ class ClusterView(Protocol):
 class BrokerContext(Protocol):
     """One broker as its handlers, coordinators and replicas see it."""
 
-    config: Any  # BrokerConfig (kafkatx.broker.config.broker_config)
+    config: Any  # BrokerConfig (kafkatx.broker.config.broker_config.broker_config)
     logs: Any  # LogManager (kafkatx.broker.logs.log_manager): the log dir's topics
     replicas: Replicas
     groups: Groups

@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from kafkatx.broker.faults import FaultRuleError, Faults, parse_rule
-from kafkatx.broker.handlers import load_handlers
+from kafkatx.broker.protocol.handlers import load_handlers
 
 GetFaults = Callable[[], Faults]
 SetFaults = Callable[[Faults], None]

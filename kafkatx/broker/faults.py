@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
-from kafkatx.broker import protocol
+from kafkatx.broker.wire import codec
 from kafkatx.formats.transaction_log import TransactionState
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class CrashAfter:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CrashCleaning:
-    step: str  # "cleaned" or "swap" (kafkatx.broker.log_cleaner's crash points)
+    step: str  # "cleaned" or "swap" (kafkatx.broker.logdir.log_cleaner's crash points)
 
     def __str__(self) -> str:
         return f"crash-after:{self.step}"
@@ -165,7 +165,7 @@ def _parse_api(text: str, rule: str, served: Mapping[int, ApiRange]) -> int:
     if handler is None:
         raise FaultRuleError(f"{rule!r}: {api_name(key)} is not served by kafkatx serve")
     if key not in _PER_PARTITION and not all(
-            protocol.has_field(protocol.response_type(key, v), "error_code")
+            codec.has_field(codec.response_type(key, v), "error_code")
             for v in range(handler.min_version, handler.max_version + 1)):
         raise FaultRuleError(f"{rule!r}: {api_name(key)} responses have no error code to set")
     return key
@@ -274,7 +274,7 @@ def _per_partition(topics: Iterable[Any], partitions_of: str) -> Iterable[tuple[
 def reject_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """``request`` answered with ``error``: the top-level error code, or every partition's
     (``ProduceRequest``/``ListOffsetsRequest``/``AddPartitionsToTxnRequest#getErrorResponse``)."""
-    resp, make = ctx.resp, protocol.make
+    resp, make = ctx.resp, codec.make
     if ctx.api_key == PRODUCE:
         return make(ctx.response_cls, responses=tuple(
             make(resp.TopicProduceResponse, name=t.name, partition_responses=tuple(
@@ -304,4 +304,4 @@ def reject_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
                 make(partition_cls, partition_index=p.partition_index, error_code=error)
                 for p in parts))
             for t, parts in _per_partition(request.topics, "partitions")))
-    return protocol.error_response(ctx.response_cls, error)
+    return codec.error_response(ctx.response_cls, error)

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatx.broker.files import atomic_write
-from kafkatx.broker.log_segment import BatchTable, CorruptIndexError, LogSegment
-from kafkatx.broker.segment_swap import recover_interrupted_swaps
+from kafkatx.broker.logs.files import atomic_write
+from kafkatx.broker.logs.log_segment import BatchTable, CorruptIndexError, LogSegment
+from kafkatx.broker.logs.segment_swap import recover_interrupted_swaps
 from kafkatx.errors import KafkatxError
 from kafkatx.formats.producer_snapshot import read_producer_snapshot, snapshot_file_name
 from kafkatx.formats.record_batch import ControlType

@@ -10,10 +10,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from kafkatx.broker.capture_copy import copy_capture
-from kafkatx.broker.cluster import Cluster, broker_command, broker_dir, run_cluster
-from kafkatx.broker.composition import build_cluster, run_broker
-from kafkatx.broker.config import (
+from kafkatx.broker.composition import build_cluster, run_broker, run_cluster
+from kafkatx.broker.config.broker_config import (
     DEFAULT_CLEANER_BACKOFF_MS,
     DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
     DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
@@ -28,10 +26,12 @@ from kafkatx.broker.config import (
 )
 from kafkatx.broker.control import start_control
 from kafkatx.broker.faults import RULE_HELP, FaultRule, FaultRuleError, Faults, parse_rule
-from kafkatx.broker.handlers import load_handlers
-from kafkatx.broker.kraft_log import DEFAULT_SNAPSHOT_BYTES
-from kafkatx.broker.lifecycle import stop_request
-from kafkatx.broker.server import Broker
+from kafkatx.broker.kraft.metadata_log import DEFAULT_SNAPSHOT_BYTES
+from kafkatx.broker.logdir.capture_copy import copy_capture
+from kafkatx.broker.protocol.handlers import load_handlers
+from kafkatx.broker.protocol.lifecycle import stop_request
+from kafkatx.broker.protocol.server import Broker
+from kafkatx.broker.replication.cluster import Cluster, broker_command, broker_dir
 from kafkatx.errors import KafkatxError
 
 

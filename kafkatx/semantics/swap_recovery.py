@@ -5,7 +5,8 @@ Mirrors the first passes of ``LogLoader#load``: ``removeTempFilesAndCollectSwapF
 ``.swap`` files at or above the lowest ``.cleaned`` offset (KAFKA-6264: an incomplete split);
 then every other file whose offset lies in the remaining ``.swap`` segments' range
 [lowest base offset, highest ``LogSegment#readNextOffset``) is removed and the ``.swap`` files are
-renamed to their plain names. The broker executes the plan (:mod:`kafkatx.broker.segment_swap`);
+renamed to their plain names. The broker executes the plan
+(:mod:`kafkatx.broker.logs.segment_swap`);
 the analysis reports it on evidence it never changes (:mod:`kafkatx.analysis.checks.leftovers`).
 """
 

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from kafkatx.broker.composition import build_broker
-from kafkatx.broker.config import BrokerConfig
-from kafkatx.broker.partition_log import AppendResult, PartitionLog
-from kafkatx.broker.server import Broker
+from kafkatx.broker.config.broker_config import BrokerConfig
+from kafkatx.broker.logs.partition_log import AppendResult, PartitionLog
+from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.consumer_offsets import parse_key as parse_group_key
 from kafkatx.formats.consumer_offsets import parse_value as parse_group_value
 from kafkatx.formats.record_batch import Record, RecordBatch, build_batch

@@ -8,9 +8,8 @@ import math
 
 import pytest
 
-from kafkatx.broker.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING
-from kafkatx.broker.config_admin import java_split
-from kafkatx.broker.config_validation import (
+from kafkatx.broker.config.broker_config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING
+from kafkatx.broker.config.validation import (
     ConfigError,
     canonical_topic_value,
     convert_to_string,
@@ -19,6 +18,7 @@ from kafkatx.broker.config_validation import (
     parse_type,
     validate_topic_configs,
 )
+from kafkatx.broker.protocol.config_admin import java_split
 
 
 @pytest.mark.parametrize(("value", "kind", "parsed"), [

@@ -26,7 +26,7 @@ from kafkatx.broker.faults import (
     Reject,
 )
 from kafkatx.broker.faults import parse_rule as parse_served_rule
-from kafkatx.broker.handlers import load_handlers
+from kafkatx.broker.protocol.handlers import load_handlers
 from kafkatx.formats.transaction_log import TransactionState
 from tests.broker.kafkatx_cli import replay_visible, run_cli
 from tests.broker.serve_process import ServeProcess

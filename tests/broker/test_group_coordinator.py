@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.groups import GroupState, JoinResult, OffsetAndMetadata
-from kafkatx.broker.server import Broker
+from kafkatx.broker.coordinators.groups import GroupState, JoinResult, OffsetAndMetadata
+from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.consumer_offsets import GroupMetadataValue, OffsetCommitValue
 from tests.broker.inprocess import create_topic, group_records, markers, run_broker
 

@@ -18,15 +18,15 @@ from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 from kio.serial import entity_writer
 
-from kafkatx.broker import protocol
-from kafkatx.broker.batch_header import read_header
-from kafkatx.broker.partition_log import LogConfig, PartitionLog
-from kafkatx.broker.produce_response import (
+from kafkatx.broker.logs.batch_header import read_header
+from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.protocol.produce_response import (
     FIRST_VERSION,
     LAST_VERSION,
     PartitionResult,
     encode_produce_response,
 )
+from kafkatx.broker.wire import codec
 from kafkatx.formats.record_batch import Record, build_batch, parse_header
 from kafkatx.storage.segment_writer import PartitionWriter
 
@@ -45,34 +45,34 @@ def test_chunked_frames_equal_kio_frames_for_every_response_type() -> None:
     count = 0
     for key in api_key_map:
         for version in range(20):
-            if protocol.request_type(key, version) is None:
+            if codec.request_type(key, version) is None:
                 continue
-            reply = protocol.error_response(protocol.response_type(key, version),
+            reply = codec.error_response(codec.response_type(key, version),
                                             ErrorCode.not_coordinator)
             for corr in (0, 7, -2, 2**31 - 1):
-                assert protocol.encode_response(corr, reply) == kio_frame(corr, reply)
+                assert codec.encode_response(corr, reply) == kio_frame(corr, reply)
             count += 1
     assert count > 250
 
 
 def fetch_response(version: int, records: list[bytes]) -> Any:
-    cls = protocol.response_type(1, version)
-    mod = protocol.response_module(cls)
-    parts = tuple(protocol.make(
+    cls = codec.response_type(1, version)
+    mod = codec.response_module(cls)
+    parts = tuple(codec.make(
         mod.PartitionData, partition_index=i, error_code=ErrorCode.none, high_watermark=99,
         last_stable_offset=98, log_start_offset=0, preferred_read_replica=-1, records=r,
-        aborted_transactions=(protocol.make(mod.AbortedTransaction, producer_id=5,
+        aborted_transactions=(codec.make(mod.AbortedTransaction, producer_id=5,
                                             first_offset=3),))
         for i, r in enumerate(records))
-    return protocol.make(cls, error_code=ErrorCode.none, session_id=0, responses=(
-        protocol.make(mod.FetchableTopicResponse, topic="t", partitions=parts),))
+    return codec.make(cls, error_code=ErrorCode.none, session_id=0, responses=(
+        codec.make(mod.FetchableTopicResponse, topic="t", partitions=parts),))
 
 
 @pytest.mark.parametrize("version", [4, 11, 12])
 def test_fetched_records_are_framed_by_reference(version: int) -> None:
     big = [os.urandom(100_000), os.urandom(40_000)]
     response = fetch_response(version, [big[0], b"small", big[1], b""])
-    chunks = protocol.encode_response_chunks(42, response)
+    chunks = codec.encode_response_chunks(42, response)
     assert b"".join(chunks) == kio_frame(42, response)
     held = [c for c in chunks if any(c is b for b in big)]
     assert len(held) == 2  # the records themselves, not copies
@@ -96,15 +96,15 @@ def produce_results() -> list[tuple[str, list[PartitionResult]]]:
 
 
 def kio_produce_response(version: int, topics: list[tuple[str, list[PartitionResult]]]) -> Any:
-    cls = protocol.response_type(0, version)
-    mod = protocol.response_module(cls)
-    return protocol.make(cls, responses=tuple(
-        protocol.make(mod.TopicProduceResponse, name=name, partition_responses=tuple(
-            protocol.make(mod.PartitionProduceResponse, index=p.index,
+    cls = codec.response_type(0, version)
+    mod = codec.response_module(cls)
+    return codec.make(cls, responses=tuple(
+        codec.make(mod.TopicProduceResponse, name=name, partition_responses=tuple(
+            codec.make(mod.PartitionProduceResponse, index=p.index,
                           error_code=ErrorCode(p.error_code), base_offset=p.base_offset,
-                          log_append_time=protocol.ms_to_datetime(p.log_append_time),
+                          log_append_time=codec.ms_to_datetime(p.log_append_time),
                           log_start_offset=p.log_start_offset, record_errors=tuple(
-                              protocol.make(mod.BatchIndexAndErrorMessage, batch_index=i,
+                              codec.make(mod.BatchIndexAndErrorMessage, batch_index=i,
                                             batch_index_error_message=m)
                               for i, m in p.record_errors) if version >= 8 else (),
                           error_message=p.error_message)
@@ -115,9 +115,9 @@ def kio_produce_response(version: int, topics: list[tuple[str, list[PartitionRes
 @pytest.mark.parametrize("version", range(FIRST_VERSION, LAST_VERSION + 1))
 def test_produce_response_equals_kio(version: int) -> None:
     for topics in (produce_results(), produce_results()[:1], []):
-        ours = protocol.EncodedResponse(protocol.response_type(0, version),
+        ours = codec.EncodedResponse(codec.response_type(0, version),
                                         encode_produce_response(version, topics))
-        assert protocol.encode_response(9, ours) == kio_frame(
+        assert codec.encode_response(9, ours) == kio_frame(
             9, kio_produce_response(version, topics))
 
 

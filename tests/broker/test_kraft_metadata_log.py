@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatx.broker.server import Broker
+from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.checkpoints import (
     read_leader_epoch_checkpoint,
     read_meta_properties,

@@ -9,13 +9,13 @@ import struct
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.legacy_records import (
+from kafkatx.broker.logs.legacy_records import (
     MAX_READ_SIZE,
     UnsupportedCompression,
     down_convert,
     up_convert,
 )
-from kafkatx.broker.partition_log import AppendError
+from kafkatx.broker.logs.partition_log import AppendError
 from kafkatx.formats.legacy_message import build_legacy_entry, parse_legacy_entry
 from kafkatx.formats.record_batch import (
     Record,

@@ -23,9 +23,9 @@ from pathlib import Path
 import confluent_kafka as ck
 import pytest
 
-from kafkatx.broker.config import BrokerConfig
-from kafkatx.broker.log_manager import LogManager
-from kafkatx.broker.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.config.broker_config import BrokerConfig
+from kafkatx.broker.logdir.log_manager import LogManager
+from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
 from kafkatx.formats.record_batch import Record, build_batch
 from tests.broker.kafkatx_cli import verify
 
@@ -208,7 +208,7 @@ def test_a_second_signal_forces_the_exit(tmp_path: Path) -> None:
     """The first SIGTERM asks for a clean stop (the process keeps running until it is done); a
     second one ends it at once with 128 + SIGTERM."""
     script = ("import time\n"
-              "from kafkatx.broker.lifecycle import stop_request\n"
+              "from kafkatx.broker.protocol.lifecycle import stop_request\n"
               "stop = stop_request()\n"
               "print('ready', flush=True)\n"
               "while True:\n"

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatx.broker.batch_header import split_batches
-from kafkatx.broker.log_cleaner import clean_log
-from kafkatx.broker.partition_log import LogConfig, PartitionLog
-from kafkatx.broker.segment_swap import recover_interrupted_swaps
+from kafkatx.broker.logdir.log_cleaner import clean_log
+from kafkatx.broker.logs.batch_header import split_batches
+from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.segment_swap import recover_interrupted_swaps
 from kafkatx.formats.record_batch import Record, build_batch, parse_batch
 
 T0 = 1_760_000_000_000
@@ -231,9 +231,9 @@ def test_segment_ms_makes_a_quiet_log_cleanable_and_the_lags_hold_it(tmp_path: P
     it (``LogSegment#shouldRoll``); ``min.compaction.lag.ms`` keeps a segment younger than it
     dirty, ``max.compaction.lag.ms`` makes an old one due below ``min.cleanable.dirty.ratio``;
     a clean writes ``cleaner-offset-checkpoint``."""
-    from kafkatx.broker.config import BrokerConfig
-    from kafkatx.broker.log_cleaner import LogCleaner
-    from kafkatx.broker.log_manager import LogManager
+    from kafkatx.broker.config.broker_config import BrokerConfig
+    from kafkatx.broker.logdir.log_cleaner import LogCleaner
+    from kafkatx.broker.logdir.log_manager import LogManager
 
     logs = LogManager(BrokerConfig(log_dir=tmp_path / "logs"))
     logs.start()

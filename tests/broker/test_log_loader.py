@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatx.broker.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
 from kafkatx.formats.record_batch import Record, build_batch, iter_key_values, iter_records
 from kafkatx.formats.record_batch import parse_header as parse_batch_header
 from kafkatx.semantics.read_committed import IsolationLevel
@@ -190,7 +190,7 @@ def test_a_roll_flush_moves_the_recovery_point_so_a_crash_recovers_the_tail(
     """``UnifiedLog#roll`` schedules ``flushUptoOffsetExclusive(newSegment.baseOffset)``, which
     advances the recovery point (``updateRecoveryPoint``); after a crash ``LogLoader`` recovers
     the active segment only."""
-    from kafkatx.broker.partition_log import fsync_files
+    from kafkatx.broker.logs.partition_log import fsync_files
 
     d = tmp_path / "t-0"
     log = write_history(d, seed=8)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.coordinator_log import append, build_batch
+from kafkatx.broker.coordinators.coordinator_log import append, build_batch
+from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
 from kafkatx.broker.faults import DelayMarker
-from kafkatx.broker.server import Broker
-from kafkatx.broker.txn_coordinator import TransactionCoordinator
+from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.transaction_log import (
     TransactionLogKey,
     TransactionLogValue,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.coordinator_log import append, build_batch
-from kafkatx.broker.server import Broker
-from kafkatx.broker.txn_coordinator import TransactionCoordinator
+from kafkatx.broker.coordinators.coordinator_log import append, build_batch
+from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
+from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.transaction_log import (
     TransactionLogKey,
     TransactionLogValue,

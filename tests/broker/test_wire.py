@@ -15,7 +15,7 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from kafkatx.broker.batch_header import split_batches
+from kafkatx.broker.logs.batch_header import split_batches
 from kafkatx.formats.record_batch import Record, build_batch
 from tests.broker.logdir_checks import check_log_dir, verify_clean
 from tests.broker.serve_process import ServeProcess

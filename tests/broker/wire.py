@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-from kafkatx.broker import protocol
+from kafkatx.broker.wire import codec
 
 
 class WireClient:
@@ -57,7 +57,7 @@ class WireClient:
     def call(self, request: Any) -> Any:
         corr = self.send(request)
         cls = type(request)
-        return self.receive(protocol.response_type(cls.__api_key__, cls.__version__), corr)
+        return self.receive(codec.response_type(cls.__api_key__, cls.__version__), corr)
 
     def _exactly(self, n: int) -> bytes:
         out = bytearray()
@@ -71,15 +71,15 @@ class WireClient:
 
 def request(api_key: int, version: int, **values: Any) -> Any:
     """A request of ``api_key``/``version`` from ``values`` (missing fields zero-filled)."""
-    cls = protocol.request_type(api_key, version)
+    cls = codec.request_type(api_key, version)
     assert cls is not None
-    return protocol.make(cls, **values)
+    return codec.make(cls, **values)
 
 
 def entity(api_key: int, version: int, class_name: str, /, **values: Any) -> Any:
     """A nested request entity of class ``class_name`` of ``api_key``/``version``."""
     import sys
 
-    cls = protocol.request_type(api_key, version)
+    cls = codec.request_type(api_key, version)
     assert cls is not None
-    return protocol.make(getattr(sys.modules[cls.__module__], class_name), **values)
+    return codec.make(getattr(sys.modules[cls.__module__], class_name), **values)

@@ -1,0 +1,86 @@
+"""Which broker of a ``--brokers N`` serve coordinates a request's group or transactional id.
+
+Mirrors the NOT_COORDINATOR answers of ``GroupCoordinator`` (``isCoordinatorForGroup``) and
+``TransactionStateManager#getTransactionState`` (the id's partition is not led here): a client
+sent to the wrong broker looks the coordinator up again with FindCoordinator. Requests that name
+one id are checked here, before their handler; the single node of ``kafkatx serve``
+coordinates everything. After the handler, the answer waits until the ISR has what the
+coordinator wrote (``TransactionStateManager#appendTransactionToLog`` and
+``GroupMetadataManager#storeGroup``/``storeOffsets`` append with acks=-1).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker.faults import reject_response
+from kafkatx.broker.logdir.log_manager import (
+    GROUP_METADATA_TOPIC,
+    INTERNAL_PARTITIONS,
+    TRANSACTION_STATE_TOPIC,
+)
+from kafkatx.semantics.coordinator_partition import partition_for
+
+if TYPE_CHECKING:
+    from kafkatx.broker.context import BrokerContext, RequestContext
+
+# api key -> the request field holding the group id
+GROUP_APIS = {8: "group_id", 9: "group_id", 11: "group_id", 12: "group_id", 13: "group_id",
+              14: "group_id", 28: "group_id", 47: "group_id"}
+# api key -> the request field holding the transactional id
+TRANSACTION_APIS = {22: "transactional_id", 24: "transactional_id", 25: "transactional_id",
+                    26: "transactional_id"}
+OFFSET_FETCH = 9
+COORDINATOR_WRITE_TIMEOUT_S = 5.0  # how long an answer waits for the ISR to have the records
+
+
+def not_coordinator_response(broker: BrokerContext, ctx: RequestContext,
+                             request: Any) -> Any | None:
+    """NOT_COORDINATOR in the response's own layout when this broker does not coordinate the
+    request's id; None when it does (or the request names none)."""
+    if broker.cluster is None:
+        return None
+    key = ctx.api_key
+    if key in GROUP_APIS:
+        if key == OFFSET_FETCH and ctx.api_version < 2:
+            return None  # no top-level error code before v2
+        group_id = getattr(request, GROUP_APIS[key], None)
+        if group_id is None or broker.groups.owns(group_id):
+            return None
+    elif key in TRANSACTION_APIS:
+        txn_id = getattr(request, TRANSACTION_APIS[key], None)
+        if not txn_id or broker.transactions.owns(txn_id):
+            return None
+    else:
+        return None
+    return reject_response(ctx, request, ErrorCode.not_coordinator)
+
+
+async def await_coordinator_replication(broker: BrokerContext, ctx: RequestContext,
+                                        request: Any) -> None:
+    """Hold the answer to a group or transaction request of a ``--brokers N`` serve until the
+    coordinator partition's high watermark reaches its log end (``DelayedProduce`` of the
+    coordinator's acks=-1 append), at most ``COORDINATOR_WRITE_TIMEOUT_S``. Unlike Kafka, the
+    coordinator's state already moved on when its record reached the leader's log; a record
+    the ISR has not taken in time is logged and the answer sent anyway."""
+    if broker.cluster is None:
+        return
+    key = ctx.api_key
+    if key in GROUP_APIS:
+        topic, ident = GROUP_METADATA_TOPIC, getattr(request, GROUP_APIS[key], None)
+    elif key in TRANSACTION_APIS:
+        topic, ident = TRANSACTION_STATE_TOPIC, getattr(request, TRANSACTION_APIS[key], None)
+    else:
+        return
+    if not ident:
+        return
+    part = broker.replicas.leader_partition(topic, partition_for(ident, INTERNAL_PARTITIONS))
+    if part is None or part.log.high_watermark >= part.log.log_end_offset:
+        return
+    error = await broker.replicas.wait_for_replication(part, part.log.log_end_offset,
+                                                      COORDINATOR_WRITE_TIMEOUT_S)
+    if error != ErrorCode.none:
+        broker.warn(f"{part.log.name}: coordinator records not replicated to the ISR "
+                    f"({error.name}); answering anyway")

@@ -1,0 +1,79 @@
+"""Request handlers, one module per API group, registered by api key with the versions served.
+
+A handler is ``async def handle(broker, ctx, request) -> response | None`` (None: no response,
+as for Produce with acks=0). ``ApiVersions`` advertises exactly what is registered here, so a
+module that registers nothing advertises nothing. Some APIs serve more versions when the
+cluster's ``transaction.version`` is 2 (Kafka 4.0's ranges for transactions v2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkatx.broker.context import BrokerContext, RequestContext
+
+Handler = Callable[["BrokerContext", "RequestContext", Any], Awaitable[Any]]
+
+HANDLER_MODULES = (
+    "kafkatx.broker.protocol.handlers.api_versions",
+    "kafkatx.broker.protocol.handlers.metadata",
+    "kafkatx.broker.protocol.handlers.topics",
+    "kafkatx.broker.protocol.handlers.configs",
+    "kafkatx.broker.protocol.handlers.replicas",
+    "kafkatx.broker.protocol.handlers.produce",
+    "kafkatx.broker.protocol.handlers.fetch",
+    "kafkatx.broker.protocol.handlers.list_offsets",
+    "kafkatx.broker.protocol.handlers.leader_epochs",
+    "kafkatx.broker.protocol.handlers.records",
+    "kafkatx.broker.protocol.handlers.coordinator",
+    "kafkatx.broker.protocol.handlers.transactions",
+    "kafkatx.broker.protocol.handlers.groups",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+    tv2_max_version: int | None = None  # the range's top at transaction.version 2
+    cluster_only: bool = False  # served by the brokers of a --brokers N serve only
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+REGISTRY: dict[int, ApiHandler] = {}
+
+
+def api(api_key: int, min_version: int, max_version: int, *,
+        tv2_max_version: int | None = None,
+        cluster_only: bool = False) -> Callable[[Handler], Handler]:
+    """Register ``handle`` for ``api_key`` versions [min_version, max_version] (up to
+    ``tv2_max_version`` when the broker runs at transaction.version 2)."""
+
+    def register(handle: Handler) -> Handler:
+        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle,
+                                       tv2_max_version, cluster_only)
+        return handle
+
+    return register
+
+
+def load_handlers(transaction_version: int = 0, *,
+                  cluster: bool = False) -> dict[int, ApiHandler]:
+    """The handlers with the version ranges this broker serves (``cluster``: a broker of a
+    ``--brokers N`` serve, which also serves the replication APIs)."""
+    for module in HANDLER_MODULES:
+        importlib.import_module(module)
+    served = {key: h for key, h in REGISTRY.items() if cluster or not h.cluster_only}
+    if transaction_version < 2:
+        return served
+    return {key: (dataclasses.replace(h, max_version=h.tv2_max_version)
+                  if h.tv2_max_version is not None else h) for key, h in served.items()}

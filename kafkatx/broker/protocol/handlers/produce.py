@@ -1,0 +1,206 @@
+"""Produce (key 0): validate, append as leader, answer per partition; nothing for acks=0.
+
+Mirrors ``KafkaApis#handleProduceRequest`` (``ProduceRequest#validateRecords``: v3+ needs exactly
+one magic-v2 batch per partition, ZStandard needs v7+; v0-v2, which Kafka 3.x still serves, may
+carry magic 0/1 message sets, converted to the v2 batch Kafka writes; an acks=0 request that
+failed closes the connection instead of answering) and ``ReplicaManager#appendRecords``
+(INVALID_REQUIRED_ACKS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for a client append
+to an internal topic, the error each append exception maps to, a duplicate answered with the
+original batch's offsets and no error, the transaction verification of KIP-890 in
+``txn_verification``). A single
+replica is always the whole ISR, so acks=1 and acks=-1 are answered as soon as the batch is in
+the log. With ``--brokers N`` only a partition's leader appends (NOT_LEADER_OR_FOLLOWER
+elsewhere), acks=-1 is refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+``min.insync.replicas`` (``Partition#appendRecordsToLeader``) and answered once the high
+watermark has passed the batch (``DelayedProduce``, bounded by the request's timeout). The
+batches split while validating are handed to the append, and the response body is
+written by :mod:`kafkatx.broker.protocol.produce_response` (the hot path: one request per batch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkatx.broker.coordinators.txn_verification import verify_transactional_produce
+from kafkatx.broker.logdir.log_manager import INTERNAL_TOPICS
+from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split_batches
+from kafkatx.broker.logs.legacy_records import first_magic, up_convert
+from kafkatx.broker.logs.partition_log import AppendError, AppendResult, PartitionLog
+from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.produce_response import PartitionResult, encode_produce_response
+from kafkatx.broker.replication.replica_manager import leader_log
+from kafkatx.broker.wire import codec
+
+if TYPE_CHECKING:
+    from kafkatx.broker.context import BrokerContext, RequestContext
+
+ZSTD = 4
+ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
+
+
+class RecordsRefused(Exception):
+    """Records a produce request of this version may not carry, with the error to answer."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def validate_records(version: int, records: bytes | None) -> tuple[list[BatchHeader], int]:
+    """``ProduceRequest#validateRecords`` (v3+: exactly one magic-v2 batch, ZStandard from v7)
+    with the batches (``split_batches``) of ``records``, or ``RecordsRefused``. Kafka answers
+    these refusals without a message; the message is for the broker's log."""
+    if records is None:
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             "Produce request partition has null records")
+    try:
+        headers, valid = split_batches(records)
+    except BatchFrameError as exc:
+        if exc.kind == "magic":
+            raise RecordsRefused(ErrorCode.invalid_record,
+                                 f"Produce requests with version {version} are only allowed to "
+                                 "contain record batches with magic version 2") from None
+        raise RecordsRefused(ErrorCode.corrupt_message, str(exc)) from None
+    if not headers:
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             f"Produce requests with version {version} must have at least one "
+                             "record batch per partition")
+    if version < 7 and headers[0].compression_id == ZSTD:
+        raise RecordsRefused(ErrorCode.unsupported_compression_type,
+                             f"Produce requests with version {version} are not allowed to use "
+                             "ZStandard compression")
+    if len(headers) > 1:
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             f"Produce requests with version {version} are only allowed to "
+                             "contain exactly one record batch per partition")
+    return headers, valid
+
+
+def old_version_records(records: bytes | None, log: PartitionLog
+                        ) -> tuple[bytes, tuple[list[BatchHeader], int] | None]:
+    """Produce v0-v2, which Kafka does not hold to v3's rules (``validateRecords`` checks
+    nothing before v3): a magic 0/1 message set becomes the v2 batch Kafka writes
+    (:func:`kafkatx.broker.logs.legacy_records.up_convert`); magic-2 batches go to the append as
+    they are, which takes exactly one."""
+    if records is None:
+        raise RecordsRefused(ErrorCode.invalid_record,
+                             "Produce request partition has null records")
+    if first_magic(records) in (0, 1):
+        records = up_convert(records, log.name, log.config.max_message_bytes)
+    try:
+        return records, split_batches(records)
+    except BatchFrameError as exc:
+        raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
+
+
+@api(0, 0, 9, tv2_max_version=12)
+async def handle_produce(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
+    acks = request.acks
+    now = broker.now_ms()
+    responses: list[tuple[str, list[PartitionResult]]] = []
+    failures: list[str] = []
+    appended = False
+    waits: list[tuple[int, int, int]] = []  # (topic index, partition index, required offset)
+    for topic in request.topic_data:
+        partitions = []
+        for part in topic.partition_data:
+            error, message, result = ErrorCode.none, None, None
+            record_errors: tuple[tuple[int, str | None], ...] = ()
+            log_start = -1
+            log, missing = leader_log(broker, topic.name, part.index)
+            replica = (broker.replicas.leader_partition(topic.name, part.index)
+                       if broker.cluster is not None else None)
+            if acks not in (-1, 0, 1):
+                error, message = ErrorCode.invalid_required_acks, None
+            elif log is None:
+                error = missing
+                message = ("This server does not host this topic-partition."
+                           if missing == ErrorCode.unknown_topic_or_partition else
+                           f"This server is not the leader for partition {topic.name}-"
+                           f"{part.index}")
+            elif (replica is not None and acks == -1
+                  and broker.replicas.min_insync_error(replica) is not None):
+                error = ErrorCode.not_enough_replicas
+                message = (f"The size of the current ISR {replica.isr} is insufficient to "
+                           f"satisfy the min.isr requirement of "
+                           f"{broker.replicas.min_insync_replicas(replica)} for partition "
+                           f"{topic.name}-{part.index}")
+            elif topic.name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+                error = ErrorCode.invalid_topic_exception
+                message = f"Cannot append to internal topic {topic.name}"
+            else:
+                try:
+                    if ctx.api_version >= 3:
+                        records = part.records
+                        batches = validate_records(ctx.api_version, records)
+                    else:
+                        records, batches = old_version_records(part.records, log)
+                    refused = verify_transactional_produce(
+                        broker, getattr(request, "transactional_id", None), topic.name,
+                        part.index, log, batches[0][0], ctx.api_version) if batches[0] else None
+                    if refused is not None:
+                        raise RecordsRefused(*refused)
+                    result = log.append_as_leader(bytes(records), now, batches=batches)
+                    appended = appended or not result.duplicate
+                    if replica is not None:
+                        broker.replicas.after_leader_append(replica)
+                        if acks == -1:
+                            waits.append((len(responses), len(partitions),
+                                          result.last_offset + 1))
+                except (RecordsRefused, AppendError) as exc:
+                    error, message = exc.error, exc.message
+                    if isinstance(exc, AppendError):
+                        record_errors, log_start = exc.record_errors, exc.log_start_offset
+            if error != ErrorCode.none:
+                failures.append(f"{topic.name}-{part.index}: {error.name}: {message}")
+            partitions.append(_partition_result(part.index, error, message, result,
+                                                record_errors, log_start))
+        responses.append((topic.name, partitions))
+    if appended:
+        broker.notify_append()
+    if waits:
+        await _wait_for_replication(broker, request, responses, waits, failures)
+    for failure in failures:
+        broker.warn(f"{ctx.peer} produce refused: {failure}")
+    if acks == 0:
+        if failures:
+            raise codec.CloseConnection("acks=0 produce request failed")
+        return None
+    return codec.EncodedResponse(ctx.response_cls,
+                                    encode_produce_response(ctx.api_version, responses))
+
+
+async def _wait_for_replication(broker: BrokerContext, request: Any,
+                                responses: list[tuple[str, list[PartitionResult]]],
+                                waits: list[tuple[int, int, int]], failures: list[str]) -> None:
+    """``DelayedProduce``: each acks=-1 partition's answer waits until its high watermark
+    passes the batch; an error there replaces the partition's result (the offsets stay, as
+    in Kafka's response)."""
+    timeout_s = max(codec.ms(request.timeout), 0) / 1000
+    for t, p, required in waits:
+        name, results = responses[t]
+        result = results[p]
+        part = broker.replicas.leader_partition(name, result.index)
+        if part is None:
+            error = ErrorCode.not_leader_or_follower
+        else:
+            error = await broker.replicas.wait_for_replication(part, required, timeout_s)
+        if error != ErrorCode.none:
+            failures.append(f"{name}-{result.index}: {error.name}")
+            results[p] = dataclasses.replace(result, error_code=error.value)
+
+
+def _partition_result(index: int, error: ErrorCode, message: str | None,
+                      result: AppendResult | None,
+                      record_errors: tuple[tuple[int, str | None], ...] = (),
+                      log_start_offset: int = -1) -> PartitionResult:
+    if result is None:
+        return PartitionResult(index, error.value, -1, -1, log_start_offset, message,
+                               record_errors)
+    return PartitionResult(index, error.value, result.first_offset,
+                           max(result.log_append_time, -1),  # kio writes -1 for any negative
+                           result.log_start_offset, None)
