@@ -23,6 +23,7 @@ from dataclasses import replace
 from kafkatx.analysis.cluster_view import ClusterView
 from kafkatx.analysis.findings import WARNING, Finding, location
 from kafkatx.engines.partition_facts import PartitionFacts
+from kafkatx.formats.internal_topics import METADATA_TOPIC
 from kafkatx.semantics.cluster_metadata import (
     NO_LEADER,
     TOPIC_RESOURCE,
@@ -31,7 +32,6 @@ from kafkatx.semantics.cluster_metadata import (
     LeaderEpochChange,
     Where,
 )
-from kafkatx.storage.metadata_log import METADATA_TOPIC
 
 BROKER_RESOURCE = 4
 GENERIC_GAP_CAUSE = "normal after log compaction, otherwise records are missing"

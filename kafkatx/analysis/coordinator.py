@@ -26,6 +26,7 @@ from kafkatx.analysis.replica_authority import authoritative_copy
 from kafkatx.analysis.timefmt import duration as _duration
 from kafkatx.errors import FormatError
 from kafkatx.formats import transaction_log
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as TOPIC
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import RecordBatch
 from kafkatx.formats.segment import SegmentProblem
@@ -39,7 +40,6 @@ from kafkatx.semantics.coordinator_partition import (
 )
 from kafkatx.storage.discovery import Discovery, PartitionDir, discover
 
-TOPIC = "__transaction_state"
 EPOCH_RISK_MARGIN = 100  # epoch_exhaustion_risk from Short.MAX_VALUE - 100 on
 _PARTITION_COUNT_PROBE = 1000  # partition counts tried when ids sit in unexpected partitions
 _PROBE_SAMPLE = 200

@@ -27,14 +27,21 @@ from kafkatx.formats import (
     transaction_log,
     txn_index,
 )
-from kafkatx.formats.batchscan import HeaderColumns
-from kafkatx.formats.legacy_message import LegacyEntry
-from kafkatx.formats.record_batch import (
+from kafkatx.formats.batch_layout import (
     COMPRESSION_MASK,
     CONTROL_FLAG,
     DELETE_HORIZON_FLAG,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
+)
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.internal_topics import (
+    GROUP_METADATA_TOPIC,
+    METADATA_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
+from kafkatx.formats.legacy_message import LegacyEntry
+from kafkatx.formats.record_batch import (
     ControlType,
     RecordBatch,
     control_type_name,
@@ -44,13 +51,7 @@ from kafkatx.formats.record_batch import (
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
 from kafkatx.storage.files import open_bytes
-from kafkatx.storage.layout import (
-    CONSUMER_OFFSETS_TOPIC,
-    TRANSACTION_STATE_TOPIC,
-    offset_from_filename,
-    parse_partition_dir,
-    strip_transient_suffix,
-)
+from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 
 OFFSET_CHECKPOINTS = (
     "replication-offset-checkpoint",
@@ -72,7 +73,6 @@ NAME_TYPES = {
     "meta.properties": "meta_properties",
     quorum_state.FILE_NAME: "quorum_state",
 }
-METADATA_TOPIC = metadata_records.METADATA_TOPIC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +121,7 @@ def internal_topic(path: Path) -> str | None:
     """``__transaction_state``, ``__consumer_offsets`` or ``__cluster_metadata`` when ``path``
     lies in such a partition."""
     parsed = parse_partition_dir(path.parent.name)
-    if parsed and parsed.topic in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC,
+    if parsed and parsed.topic in (TRANSACTION_STATE_TOPIC, GROUP_METADATA_TOPIC,
                                    METADATA_TOPIC):
         return parsed.topic
     return None
@@ -387,7 +387,7 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
             d = _txn_log_record(rec, file)
             if not _txn_record_matches(d, flt):
                 continue
-        elif topic == CONSUMER_OFFSETS_TOPIC:
+        elif topic == GROUP_METADATA_TOPIC:
             d = _group_record(rec, file)
         else:
             d = rec.to_dict()

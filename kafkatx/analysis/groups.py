@@ -29,14 +29,13 @@ from kafkatx.analysis.partition_entries import iter_partition_entries
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_offsets import GroupMetadataValue, UnknownGroupRecordKey
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC as TOPIC
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import SegmentProblem
 from kafkatx.semantics.consumer_groups import ConsumerGroup
 from kafkatx.semantics.group_offsets import CommitRecord, GroupOffsetsLoad
 from kafkatx.storage.discovery import PartitionDir
-
-TOPIC = "__consumer_offsets"
 
 # status of a group's position in one partition
 CAUGHT_UP = "caught_up"  # nothing left to deliver (lag_offsets may count markers/aborted data)

@@ -22,19 +22,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkatx.errors import KafkatxError
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.cluster_metadata import ClusterImage
 from kafkatx.storage.discovery import Discovery, cluster_id_of
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # kafka-transactions.sh find-hanging's default
 MAX_TIMEOUT_CONFIG = "transaction.max.timeout.ms"  # TransactionLogConfig
-PARTITION_COUNT_CONFIGS = {"__transaction_state": "transaction.state.log.num.partitions",
-                           "__consumer_offsets": "offsets.topic.num.partitions"}
+PARTITION_COUNT_CONFIGS = {TRANSACTION_STATE_TOPIC: "transaction.state.log.num.partitions",
+                           GROUP_METADATA_TOPIC: "offsets.topic.num.partitions"}
 
 
 def metadata_image(evidence: Discovery, topic: str | None = None) -> ClusterImage | None:
     """The image of the most complete metadata log of ``topic``'s cluster (see above)."""
     from kafkatx.analysis.cluster_view import build_cluster_view
-    from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
+    from kafkatx.formats.internal_topics import METADATA_TOPIC
+    from kafkatx.storage.metadata_log import open_metadata_dir
 
     partitions = evidence.all_partitions()
     mine = {cluster_id_of(p) for p in partitions if topic is None or p.topic == topic}

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
@@ -41,7 +42,6 @@ from kafkatx.semantics.producer_state_columnar import (
     finish_run,
     plan_run,
 )
-from kafkatx.storage.layout import CONSUMER_OFFSETS_TOPIC
 
 COMMITTED = "committed"
 RUN_ROWS = 1 << 18  # batches the columnar replay plans at once
@@ -188,7 +188,7 @@ class PartitionReplayer:
         self.result = ReplayResult(state=state or ProducerStateManager())
         # Offset commits in __consumer_offsets are appended by the group coordinator (origin
         # COORDINATOR: epochs checked, sequences not, every batch at base sequence 0).
-        self.audit_origin = (AppendOrigin.COORDINATOR if topic == CONSUMER_OFFSETS_TOPIC
+        self.audit_origin = (AppendOrigin.COORDINATOR if topic == GROUP_METADATA_TOPIC
                              else AppendOrigin.CLIENT)
         self.start_offset = start_offset
         self._open: dict[int, Transaction] = {}

@@ -45,7 +45,6 @@ from kafkatx.formats.transaction_log import TransactionLogValue, TransactionStat
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import partition_for
 
-CONSUMER_OFFSETS = "__consumer_offsets"
 SKEW_MS = 2_000  # clock difference tolerated between a coordinator and a partition leader
 ALL_EPOCHS = 1 << 16  # above every epoch: a producer id retired altogether
 COMMIT = "COMMIT"

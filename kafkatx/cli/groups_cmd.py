@@ -34,6 +34,7 @@ from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, r
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.base import Engine
 from kafkatx.engines.local import Inspection
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import PartitionDir
 
@@ -100,7 +101,7 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
 
     def analyze(engine: Engine, result: Inspection) -> None:
         disc = result.discovery
-        if disc is None or not any(p.topic == "__consumer_offsets"
+        if disc is None or not any(p.topic == GROUP_METADATA_TOPIC
                                    for p in disc.all_partitions()):
             problems.append("no __consumer_offsets partition under the given paths: no "
                             "group to report")

@@ -18,7 +18,7 @@ from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
-from kafkatx.storage.metadata_log import METADATA_TOPIC
+from kafkatx.formats.internal_topics import METADATA_TOPIC
 
 CSV_COLUMNS = (
     "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",

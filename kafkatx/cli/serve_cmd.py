@@ -227,7 +227,8 @@ def _finalized_transaction_version(log_dir: Path) -> int:
     features live in the metadata log (``FeatureControlManager``), so a restart, or a capture
     served with ``--from``, keeps the level the cluster had."""
     from kafkatx.analysis.cluster_view import build_cluster_view
-    from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
+    from kafkatx.formats.internal_topics import METADATA_TOPIC
+    from kafkatx.storage.metadata_log import open_metadata_dir
 
     path = log_dir / f"{METADATA_TOPIC}-0"
     if not path.is_dir():

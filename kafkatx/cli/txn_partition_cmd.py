@@ -7,21 +7,19 @@ import json
 import click
 
 from kafkatx.cli.output import format_option
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.coordinator_partition import (
     DEFAULT_NUM_PARTITIONS,
     java_string_hashcode,
     partition_for,
 )
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-
 
 def placement(key: str, num_partitions: int, *, group: bool) -> dict[str, object]:
     """The JSON contract: ``{"id", "hash_code", "partition", "num_partitions", "topic"}``."""
     return {"id": key, "hash_code": java_string_hashcode(key),
             "partition": partition_for(key, num_partitions), "num_partitions": num_partitions,
-            "topic": CONSUMER_OFFSETS_TOPIC if group else TRANSACTION_STATE_TOPIC}
+            "topic": GROUP_METADATA_TOPIC if group else TRANSACTION_STATE_TOPIC}
 
 
 @click.command("txn-partition")

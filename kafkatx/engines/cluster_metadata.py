@@ -14,9 +14,10 @@ from kafkatx.analysis.cluster_view import ClusterView, build_cluster_view
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.engines.local import Inspection
 from kafkatx.engines.partition_facts import gather_partition_facts
+from kafkatx.formats.internal_topics import METADATA_TOPIC
 from kafkatx.storage.discovery import Discovery, PartitionDir, cluster_id_of, discover
 from kafkatx.storage.filesystems import is_uri
-from kafkatx.storage.metadata_log import METADATA_TOPIC, open_metadata_dir
+from kafkatx.storage.metadata_log import open_metadata_dir
 
 
 def _metadata_dirs(paths: Sequence[str], discovery: Discovery | None) -> list[PartitionDir]:

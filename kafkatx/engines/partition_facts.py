@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkatx.errors import FormatError, KafkatxError
+from kafkatx.formats.batch_layout import CONTROL_FLAG, TRANSACTIONAL_FLAG
 from kafkatx.formats.checkpoints import (
     EpochEntry,
     read_leader_epoch_checkpoint,
     read_partition_metadata,
 )
-from kafkatx.formats.record_batch import CONTROL_FLAG, TRANSACTIONAL_FLAG, ControlType
+from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.files import open_bytes, read_text

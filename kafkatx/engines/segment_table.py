@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kafkatx.errors import KafkatxError
-from kafkatx.formats.batchscan import (
+from kafkatx.formats.batch_layout import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
-    HeaderColumns,
 )
+from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.storage import filesystems

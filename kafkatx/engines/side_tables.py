@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkatx.engines.segment_table import SegmentRef, segment_refs
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC
 from kafkatx.storage import filesystems
 from kafkatx.storage.discovery import PartitionDir, discover
 
@@ -30,7 +31,6 @@ TXN_INDEX = "txn_index"
 SNAPSHOT = "snapshot"
 TRANSACTION_LOG = "transaction_log"
 FILES_PER_TASK = 256
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 _COMMON = (("partition_dir", "string", "string"), ("topic", "string", "string"),
            ("partition", "int32", "int"), ("file", "string", "string"))

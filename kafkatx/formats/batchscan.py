@@ -13,7 +13,6 @@ batch and reports why (:class:`StopReason`); the caller handles that spot and ma
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -23,21 +22,27 @@ import crc32c
 import numpy as np
 import numpy.typing as npt
 
-LOG_OVERHEAD = 12
-MAGIC_OFFSET = 16
-HEADER_SIZE_UP_TO_MAGIC = 17
-ATTRIBUTES_OFFSET = 21
-RECORD_BATCH_OVERHEAD = 61
-MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+from kafkatx.formats.batch_layout import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    DELETE_HORIZON_FLAG,
+    HEADER,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LENGTH_FIELD,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+)
+
 INT32_MAX = 2**31 - 1
 NO_SEQUENCE = -1
 DEFAULT_CHUNK = 1 << 22  # rows per C call
 
-COMPRESSION_CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_FLAG_MASK = 0x10
-CONTROL_FLAG_MASK = 0x20
-DELETE_HORIZON_FLAG_MASK = 0x40
 
 
 class StopReason(IntEnum):
@@ -205,7 +210,7 @@ class HeaderColumns:
     @property
     def compression(self) -> npt.NDArray[np.int16]:
         """Codec id (attributes & 7): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd."""
-        return self.attributes & COMPRESSION_CODEC_MASK
+        return self.attributes & COMPRESSION_MASK
 
     @property
     def timestamp_type(self) -> npt.NDArray[np.int16]:
@@ -215,15 +220,15 @@ class HeaderColumns:
     @property
     def is_transactional(self) -> npt.NDArray[np.bool_]:
         return self._once("is_transactional",
-                          lambda: (self.attributes & TRANSACTIONAL_FLAG_MASK) != 0)
+                          lambda: (self.attributes & TRANSACTIONAL_FLAG) != 0)
 
     @property
     def is_control(self) -> npt.NDArray[np.bool_]:
-        return self._once("is_control", lambda: (self.attributes & CONTROL_FLAG_MASK) != 0)
+        return self._once("is_control", lambda: (self.attributes & CONTROL_FLAG) != 0)
 
     @property
     def has_delete_horizon(self) -> npt.NDArray[np.bool_]:
-        return (self.attributes & DELETE_HORIZON_FLAG_MASK) != 0
+        return (self.attributes & DELETE_HORIZON_FLAG) != 0
 
     @property
     def last_sequence(self) -> npt.NDArray[np.int32]:
@@ -302,7 +307,6 @@ def scan_v2_run(
                 return HeaderColumns.concat(parts), pos, StopReason(reason)
 
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte header, base offset to records count
 _ROW_DTYPE = np.dtype(
     [("position", np.int64)]
     + [(name, _DTYPES[name]) for name in HeaderColumns.COLUMNS[1:-1]]
@@ -321,7 +325,7 @@ def _stop_reason(mv: memoryview, pos: int, end: int) -> StopReason:
         return StopReason.NOT_V2
     if remaining < RECORD_BATCH_OVERHEAD:
         return StopReason.SHORT_HEADER
-    (batch_length,) = struct.unpack_from(">i", mv, pos + 8)
+    (batch_length,) = LENGTH_FIELD.unpack_from(mv, pos + LENGTH_OFFSET)
     if batch_length < MIN_BATCH_LENGTH:
         return StopReason.BAD_LENGTH
     return StopReason.PAST_END
@@ -334,7 +338,7 @@ def scan_v2_run_python(
     but otherwise unused)."""
     rows: list[tuple[Any, ...]] = []
     append = rows.append
-    unpack = _HEADER.unpack_from
+    unpack = HEADER.unpack_from
     crc = crc32c.crc32c
     with memoryview(buf) as raw, raw.cast("B") as mv:
         end = _check_range(mv.nbytes, start, end, chunk)

@@ -22,10 +22,10 @@ from typing import Any
 import construct as c
 
 from kafkatx.errors import FormatError
+from kafkatx.formats.batch_layout import FRAME, LOG_OVERHEAD
 from kafkatx.formats.compression import DEFAULT_MAX_SIZE, Codec, compress, decompress, name_for
 from kafkatx.formats.primitives import Int8, Int32, Int64, NullableBytes, UInt32, parse_exact
 
-LOG_OVERHEAD = 12  # offset int64 + size int32 (Records.LOG_OVERHEAD)
 RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
 HEADER_SIZE = {0: 6, 1: 14}  # crc + magic + attributes (+ timestamp for v1)
@@ -52,7 +52,6 @@ _MESSAGE = c.Struct(
     "key" / NullableBytes,
     "value" / NullableBytes,
 )
-_HEAD = struct.Struct(">qi")
 _U32, _I8, _I32, _I64 = (
     struct.Struct(">I"),
     struct.Struct(">b"),
@@ -216,7 +215,7 @@ def parse_legacy_entry(
             position=pos,
             field="legacy entry",
         )
-    offset, size = _HEAD.unpack_from(buf, pos)
+    offset, size = FRAME.unpack_from(buf, pos)
     start = pos + LOG_OVERHEAD
     _check_size(size, len(buf) - start, path=path, position=pos + 8)
     message = _parse_message(
@@ -343,7 +342,7 @@ def _inner_messages(
     while i < len(raw):
         if len(raw) - i < LOG_OVERHEAD:
             raise fail(i, "offset/size header is truncated")
-        offset, size = _HEAD.unpack_from(raw, i)
+        offset, size = FRAME.unpack_from(raw, i)
         try:
             # Positions inside the decompressed data, reported in the message text.
             _check_size(size, len(raw) - i - LOG_OVERHEAD, path=path, position=i + 8)

@@ -26,7 +26,6 @@ from kafkatx.formats.record_batch import NO_PRODUCER_ID, ControlType, Record, bu
 
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 CONTROL_RECORD_VERSION = 0  # ControlRecordUtils.*_CURRENT_VERSION
-METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME
 SNAPSHOT_SUFFIX = ".checkpoint"  # Snapshots.SUFFIX
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?")
 _SNAPSHOT_PART = re.compile(r"(\d{20})-(\d{10})-.*\.checkpoint\.part")

@@ -19,13 +19,27 @@ import crc32c
 
 from kafkatx.errors import FormatError
 from kafkatx.formats import compression
+from kafkatx.formats.batch_layout import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    CRC_FIELD,
+    CRC_OFFSET,
+    CRC_START,
+    DELETE_HORIZON_FLAG,
+    HEADER,
+    HEADER_FIELDS,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+)
 from kafkatx.formats.primitives import (
     INT32_MAX,
     Int8,
     Int16,
     Int32,
-    Int64,
-    UInt32,
     VarInt,
     VarIntArray,
     VarIntNullableBytes,
@@ -36,47 +50,13 @@ from kafkatx.formats.primitives import (
     read_varlong,
 )
 
-MAGIC_V2 = 2
-LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
-HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-CRC_START = 21  # the CRC covers [attributes, end of batch)
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
-
+# The header's layout is kafkatx.formats.batch_layout's; these names are the parser's API.
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_FLAG = 0x10
-CONTROL_FLAG = 0x20
-DELETE_HORIZON_FLAG = 0x40
-
-_HEADER_FIELDS = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc",
-                  "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
-                  "producer_id", "producer_epoch", "base_sequence", "records_count")
-_HEADER = c.Struct(
-    "base_offset" / Int64,
-    "batch_length" / Int32,
-    "partition_leader_epoch" / Int32,
-    "magic" / Int8,
-    "crc" / UInt32,
-    "attributes" / Int16,
-    "last_offset_delta" / Int32,
-    "base_timestamp" / Int64,
-    "max_timestamp" / Int64,
-    "producer_id" / Int64,
-    "producer_epoch" / Int16,
-    "base_sequence" / Int32,
-    "records_count" / Int32,
-)
-
-# The same 61 bytes for ``struct`` (the construct definition documents the layout; this one reads
-# it on hot paths: every control batch of a scan, every header the broker loads).
-_HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER_STRUCT.size == HEADER_SIZE
 _CONTROL_KEY_STRUCT = struct.Struct(">hh")
 _END_TXN_MARKER_STRUCT = struct.Struct(">hi")
 
@@ -310,7 +290,7 @@ def parse_header(
             f"batch header needs {HEADER_SIZE} bytes, {max(len(buf) - pos, 0)} remain",
             path=path, position=pos, field="record batch header",
         )
-    return RecordBatchHeader(**dict(zip(_HEADER_FIELDS, _HEADER_STRUCT.unpack_from(buf, pos),
+    return RecordBatchHeader(**dict(zip(HEADER_FIELDS, HEADER.unpack_from(buf, pos),
                                         strict=True)))
 
 
@@ -576,29 +556,12 @@ def build_batch(
     )
     if compression_id:
         payload = compression.compress(compression_id, payload, magic=MAGIC_V2)
-    after_crc = c.Struct(*_HEADER.subcons[5:]).build(
-        {
-            "attributes": attributes,
-            "last_offset_delta": last_offset_delta,
-            "base_timestamp": base_timestamp,
-            "max_timestamp": max_timestamp,
-            "producer_id": producer_id,
-            "producer_epoch": producer_epoch,
-            "base_sequence": base_sequence,
-            "records_count": len(records),
-        }
-    ) + payload
-    crc = crc32c.crc32c(after_crc)
-    head = c.Struct(*_HEADER.subcons[:5]).build(
-        {
-            "base_offset": base_offset,
-            "batch_length": len(after_crc) + 9,
-            "partition_leader_epoch": partition_leader_epoch,
-            "magic": MAGIC_V2,
-            "crc": crc,
-        }
-    )
-    return head + after_crc
+    header = bytearray(HEADER.pack(
+        base_offset, MIN_BATCH_LENGTH + len(payload), partition_leader_epoch, MAGIC_V2, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+        producer_epoch, base_sequence, len(records)))
+    CRC_FIELD.pack_into(header, CRC_OFFSET, crc32c.crc32c(bytes(header[CRC_START:]) + payload))
+    return bytes(header) + payload
 
 
 def build_control_batch(

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kafkatx.formats.batch_layout import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK
 from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
 from kafkatx.formats.record_batch import (
-    COMPRESSION_MASK,
-    TIMESTAMP_TYPE_MASK,
     Record,
     RecordBatchHeader,
     iter_records,

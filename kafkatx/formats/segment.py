@@ -18,17 +18,20 @@ import numpy as np
 
 from kafkatx.errors import FormatError
 from kafkatx.formats import legacy_message
-from kafkatx.formats.record_batch import (
+from kafkatx.formats.batch_layout import (
+    CRC_FIELD,
+    CRC_OFFSET,
     CRC_START,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LENGTH_FIELD,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
-    RecordBatch,
-    parse_batch,
 )
+from kafkatx.formats.record_batch import RecordBatch, parse_batch
 
-MAGIC_OFFSET = 16
-HEADER_SIZE_UP_TO_MAGIC = 17
 # LegacyRecord.RECORD_OVERHEAD_V0 / V1: the smallest legacy message (without offset + size).
 LEGACY_MIN_MESSAGE = {0: 14, 1: 22}
 
@@ -101,7 +104,7 @@ def read_entry(
         )], None
     if remaining < HEADER_SIZE_UP_TO_MAGIC:
         return None, [_truncated(path, pos, remaining, None)], None
-    length = struct.unpack_from(">i", buf, pos + 8)[0]
+    length = LENGTH_FIELD.unpack_from(buf, pos + LENGTH_OFFSET)[0]
     magic = buf[pos + MAGIC_OFFSET]
     problem: str
     if _all_zero(buf, pos, pos + HEADER_SIZE_UP_TO_MAGIC):
@@ -242,11 +245,11 @@ def find_next_entry(buf: bytes | memoryview, start: int, window: int = 1 << 20) 
 
 def _plausible_at(buf: bytes | memoryview, q: int, end: int) -> bool:
     magic = buf[q + MAGIC_OFFSET]
-    length = struct.unpack_from(">i", buf, q + 8)[0]
+    length = LENGTH_FIELD.unpack_from(buf, q + LENGTH_OFFSET)[0]
     if magic == MAGIC_V2:
         if length < MIN_BATCH_LENGTH or q + LOG_OVERHEAD + length > end:
             return False
-        stored = struct.unpack_from(">I", buf, q + 17)[0]
+        stored = CRC_FIELD.unpack_from(buf, q + CRC_OFFSET)[0]
         return crc32c.crc32c(memoryview(buf)[q + CRC_START : q + LOG_OVERHEAD + length]) == stored
     if length < LEGACY_MIN_MESSAGE[magic] or q + LOG_OVERHEAD + length > end:
         return False

@@ -16,12 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatx.errors import FormatError
-from kafkatx.formats.batchscan import (
-    RECORD_BATCH_OVERHEAD,
-    HeaderColumns,
-    StopReason,
-    scan_v2_run,
-)
+from kafkatx.formats.batch_layout import RECORD_BATCH_OVERHEAD
+from kafkatx.formats.batchscan import HeaderColumns, StopReason, scan_v2_run
 from kafkatx.formats.record_batch import ControlType, RecordBatch, compute_crc, parse_batch
 from kafkatx.formats.segment import (
     CRC_MISMATCH,

@@ -25,9 +25,9 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafkatx.formats.batch_layout import TIMESTAMP_TYPE_MASK
 from kafkatx.formats.record_batch import (
     NO_TIMESTAMP,
-    TIMESTAMP_TYPE_MASK,
     ControlType,
     Record,
     RecordBatchHeader,

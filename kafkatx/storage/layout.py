@@ -9,10 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-
-
 # Extra suffixes Kafka appends after the normal one (LocalLog / LogFileUtils).
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 

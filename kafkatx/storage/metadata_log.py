@@ -22,8 +22,6 @@ from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.storage.files import open_bytes, read_text
 from kafkatx.storage.layout import parse_offset_file_name
 
-METADATA_TOPIC = metadata_records.METADATA_TOPIC
-
 
 @dataclass(frozen=True, slots=True)
 class MetadataEntry:

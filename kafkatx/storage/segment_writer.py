@@ -13,10 +13,16 @@ never pointed at evidence.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatx.formats.batch_layout import (
+    FRAME,
+    LAST_OFFSET_DELTA_FIELD,
+    LAST_OFFSET_DELTA_OFFSET,
+    MAX_TIMESTAMP_FIELD,
+    MAX_TIMESTAMP_OFFSET,
+)
 from kafkatx.formats.offset_index import OffsetIndexEntry, build_offset_index
 from kafkatx.formats.time_index import TimeIndexEntry, build_time_index
 
@@ -101,9 +107,9 @@ class PartitionWriter:
 
     def append(self, batch: bytes) -> int:
         """Append one batch; return its byte position in the active segment."""
-        base_offset, _length = struct.unpack_from(">qi", batch, 0)
-        last_offset_delta = struct.unpack_from(">i", batch, 23)[0]
-        max_ts = struct.unpack_from(">q", batch, 35)[0]
+        base_offset, _length = FRAME.unpack_from(batch, 0)
+        last_offset_delta = LAST_OFFSET_DELTA_FIELD.unpack_from(batch, LAST_OFFSET_DELTA_OFFSET)[0]
+        max_ts = MAX_TIMESTAMP_FIELD.unpack_from(batch, MAX_TIMESTAMP_OFFSET)[0]
         last_offset = base_offset + last_offset_delta
         if self.active is None or (self.active.size and
                                    self.active.size + len(batch) > self.segment_bytes):

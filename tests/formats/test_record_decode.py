@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkatx.errors import FormatError
+from kafkatx.formats.batch_layout import HEADER_SIZE
 from kafkatx.formats.record_batch import (
-    HEADER_SIZE,
     ControlType,
     Record,
     build_batch,

@@ -20,7 +20,6 @@ from kafkatx.analysis.findings import INFO, Finding
 from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.replica_authority import REPLICATED_KINDS
 from kafkatx.analysis.timeline import (
-    CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
     HANGING,
     ORPHAN,
@@ -38,6 +37,7 @@ from kafkatx.analysis.timeline import (
     iso,
     tp_name,
 )
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.storage.discovery import Discovery, PartitionDir
 
 __all__ = ["CoordinatorChecks"]
@@ -146,7 +146,7 @@ class CoordinatorChecks:
             if not (rules.committed(c) if c is not None else rules.maybe_committed(v)):
                 continue
             commits = (evidence.read_offset_commits(pdir, [v.txn]).get(v.txn.first_offset, [])
-                       if ctx.topic == CONSUMER_OFFSETS else [])
+                       if ctx.topic == GROUP_METADATA_TOPIC else [])
             pinned = [g for g in out if g.kind in ("lso_pinned", "open_transaction")
                       and g.producer_id == v.txn.producer_id and g.offset == v.txn.first_offset]
             self._committed_hangs.append((f, pinned, v, c, commits, ctx.log_start_offset))
@@ -225,7 +225,7 @@ class CoordinatorChecks:
             if i >= 0 and mine[i].covers(f.producer_id, f.offset):
                 v = mine[i]
                 (v.coordinator.findings if v.coordinator is not None else v.findings).append(f)
-        if ctx.topic == "__consumer_offsets":
+        if ctx.topic == GROUP_METADATA_TOPIC:
             commits = evidence.read_offset_commits(pdir, [v.txn for v in pj.verdicts])
             for v in pj.verdicts:
                 v.offset_commits = commits.get(v.txn.first_offset, [])

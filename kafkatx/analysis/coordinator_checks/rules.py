@@ -25,7 +25,6 @@ from kafkatx.analysis.replay import StableOffsets
 from kafkatx.analysis.timeline import (
     ABORT,
     COMMIT,
-    CONSUMER_OFFSETS,
     COORDINATOR_TOPIC,
     HANGING,
     ORPHAN,
@@ -39,6 +38,7 @@ from kafkatx.analysis.timeline import (
     iso,
     tp_name,
 )
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 
 
 def _who(v: DataVerdict) -> str:
@@ -244,7 +244,7 @@ def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None,
     text += (f". Aborting it in {where} unblocks read_committed consumers but discards "
              f"{what.format(span)} (Kafka's tools can only abort; none writes the missing "
              "COMMIT marker)")
-    if v.topic == CONSUMER_OFFSETS:
+    if v.topic == GROUP_METADATA_TOPIC:
         if commits:
             shown = ", ".join(f"{o.group} {o.topic}-{o.partition} -> {o.offset}"
                               for o in commits[:5]) + (", ..." if len(commits) > 5 else "")

@@ -44,9 +44,9 @@ from kafkatx.broker.coordinators.groups import (
     SyncResult,
     TopicPartition,
 )
-from kafkatx.broker.logdir.log_manager import GROUP_METADATA_TOPIC
 from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, build_key
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:

@@ -46,10 +46,10 @@ from kafkatx.broker.coordinators.txn_metadata import (
     supports_epoch_bump,
 )
 from kafkatx.broker.faults import crash
-from kafkatx.broker.logdir.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.broker.logs.partition_log import AppendError, PartitionLog
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.errors import FormatError
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.formats.transaction_log import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,

@@ -36,8 +36,8 @@ from kafkatx.formats.checkpoints import (
     build_partition_metadata,
     read_leader_epoch_checkpoint,
 )
+from kafkatx.formats.internal_topics import METADATA_TOPIC
 from kafkatx.formats.metadata_records import (
-    METADATA_TOPIC,
     SnapshotId,
     build_kraft_control_batch,
     build_metadata_batch,

@@ -53,6 +53,11 @@ from kafkatx.formats.checkpoints import (
     uuid_from_bytes,
     uuid_to_bytes,
 )
+from kafkatx.formats.internal_topics import (
+    GROUP_METADATA_TOPIC,
+    INTERNAL_TOPICS,
+    TRANSACTION_STATE_TOPIC,
+)
 from kafkatx.storage.layout import parse_partition_dir
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # CleanShutdownFileHandler.CLEAN_SHUTDOWN_FILE_NAME
@@ -60,9 +65,6 @@ REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-GROUP_METADATA_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
-TRANSACTION_STATE_TOPIC = "__transaction_state"  # Topic.TRANSACTION_STATE_TOPIC_NAME
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
 INTERNAL_PARTITIONS = 50  # offsets.topic.num.partitions / transaction.state.log.num.partitions
 # The topic configs Kafka creates the internal topics with (GroupCoordinator#offsetsTopicConfigs,
 # TransactionStateManager#transactionTopicConfigs; both segment sizes default to 100 MiB).

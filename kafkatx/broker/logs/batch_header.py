@@ -1,6 +1,6 @@
 """The 61-byte v2 batch header, read and patched in place with ``struct`` (the broker's hot path).
 
-Field offsets are ``DefaultRecordBatch``'s (``BASE_OFFSET_OFFSET`` .. ``RECORDS_COUNT_OFFSET``);
+The layout is :mod:`kafkatx.formats.batch_layout`'s (``DefaultRecordBatch``'s offsets);
 ``kafkatx.formats.record_batch`` is the full, validating parser used everywhere else. The patch
 helpers mirror ``DefaultRecordBatch#setLastOffset`` (base offset: not covered by the CRC),
 ``setPartitionLeaderEpoch`` (not covered either) and ``setMaxTimestamp`` (attributes and max
@@ -9,34 +9,33 @@ timestamp change, so the CRC is recomputed).
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, fields
 
 import crc32c
 
-from kafkatx.formats.record_batch import (
+from kafkatx.formats.batch_layout import (
+    ATTRIBUTES_FIELD,
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET_FIELD,
+    BASE_OFFSET_OFFSET,
+    CRC_FIELD,
+    CRC_OFFSET,
     CRC_START,
-    HEADER_SIZE,
+    HEADER,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LENGTH_FIELD,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     MAGIC_V2,
+    MAX_TIMESTAMP_FIELD,
+    MAX_TIMESTAMP_OFFSET,
     MIN_BATCH_LENGTH,
-    NO_PRODUCER_ID,
+    PARTITION_LEADER_EPOCH_FIELD,
+    PARTITION_LEADER_EPOCH_OFFSET,
     TIMESTAMP_TYPE_MASK,
-    RecordBatchHeader,
 )
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == HEADER_SIZE
-_PLE_OFFSET = 12
-_MAGIC_OFFSET = 16
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
-_MAX_TIMESTAMP_OFFSET = 35
-_Q = struct.Struct(">q")
-_I = struct.Struct(">i")
-_UI = struct.Struct(">I")
-_H = struct.Struct(">h")
-
+from kafkatx.formats.record_batch import NO_PRODUCER_ID, RecordBatchHeader
 
 _FIELDS = tuple(f.name for f in fields(RecordBatchHeader))
 
@@ -63,7 +62,7 @@ _new = object.__new__
 
 def _header_at(data: bytes | bytearray | memoryview, position: int) -> BatchHeader:
     header = _new(BatchHeader)
-    for setter, value in zip(_SETTERS, _HEADER.unpack_from(data, position), strict=True):
+    for setter, value in zip(_SETTERS, HEADER.unpack_from(data, position), strict=True):
         setter(header, value)
     _SET_POSITION(header, position)
     return header
@@ -88,9 +87,9 @@ def split_batches(data: bytes | bytearray | memoryview) -> tuple[list[BatchHeade
     pos = 0
     end = len(data)
     while end - pos >= LOG_OVERHEAD:
-        length = _I.unpack_from(data, pos + 8)[0]
-        if end - pos >= _MAGIC_OFFSET + 1 and data[pos + _MAGIC_OFFSET] != MAGIC_V2:
-            raise BatchFrameError(f"batch at byte {pos} has magic {data[pos + _MAGIC_OFFSET]}, "
+        length = LENGTH_FIELD.unpack_from(data, pos + LENGTH_OFFSET)[0]
+        if end - pos >= HEADER_SIZE_UP_TO_MAGIC and data[pos + MAGIC_OFFSET] != MAGIC_V2:
+            raise BatchFrameError(f"batch at byte {pos} has magic {data[pos + MAGIC_OFFSET]}, "
                                   "not 2", "magic")
         if length < MIN_BATCH_LENGTH:
             raise BatchFrameError(f"batch at byte {pos} has length {length}, below the minimum "
@@ -109,20 +108,21 @@ def crc_valid(data: bytes | bytearray | memoryview, header: BatchHeader) -> bool
 
 
 def set_base_offset(buf: bytearray, position: int, base_offset: int) -> None:
-    _Q.pack_into(buf, position, base_offset)
+    BASE_OFFSET_FIELD.pack_into(buf, position + BASE_OFFSET_OFFSET, base_offset)
 
 
 def set_partition_leader_epoch(buf: bytearray, position: int, epoch: int) -> None:
-    _I.pack_into(buf, position + _PLE_OFFSET, epoch)
+    PARTITION_LEADER_EPOCH_FIELD.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> None:
     """``setMaxTimestamp(LOG_APPEND_TIME, now)``: timestamp-type bit, max timestamp, new CRC."""
     pos = header.position
-    _H.pack_into(buf, pos + _ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
-    _Q.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, now_ms)
+    ATTRIBUTES_FIELD.pack_into(buf, pos + ATTRIBUTES_OFFSET,
+                               header.attributes | TIMESTAMP_TYPE_MASK)
+    MAX_TIMESTAMP_FIELD.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, now_ms)
     crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header.size])
-    _UI.pack_into(buf, pos + _CRC_OFFSET, crc)
+    CRC_FIELD.pack_into(buf, pos + CRC_OFFSET, crc)
 
 
 def read_header(data: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:

@@ -20,16 +20,19 @@ max(read size, first converted batch) bytes and pads what the conversion did not
 
 from __future__ import annotations
 
-import struct
-
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split_batches
 from kafkatx.broker.logs.partition_log import AppendError
 from kafkatx.errors import FormatError
+from kafkatx.formats.batch_layout import (
+    FRAME,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+)
 from kafkatx.formats.compression import Codec, compress
 from kafkatx.formats.legacy_message import (
-    LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
     TIMESTAMP_TYPE_MASK,
     LegacyEntry,
@@ -38,12 +41,9 @@ from kafkatx.formats.legacy_message import (
 )
 from kafkatx.formats.record_batch import Record, build_batch, iter_records, parse_header
 
-MAGIC_OFFSET = 16  # the magic byte of a legacy entry and of a v2 batch alike
 MAX_READ_SIZE = 128 * 1024  # LazyDownConversionRecordsSend.MAX_READ_SIZE
 MIN_OVERFLOW_MESSAGE_LENGTH = LOG_OVERHEAD
-RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 ZSTD = 4
-_FRAME = struct.Struct(">qi")
 
 
 class UnsupportedCompression(Exception):
@@ -65,7 +65,7 @@ def _legacy_entries(records: bytes, name: str, max_message_bytes: int) -> list[L
     first: int | None = None
     pos = 0
     while len(records) - pos >= LOG_OVERHEAD:
-        size = _FRAME.unpack_from(records, pos)[1]
+        size = FRAME.unpack_from(records, pos)[1]
         if size < RECORD_OVERHEAD_V0:
             raise AppendError(ErrorCode.corrupt_message,
                               f"Record size {size} is less than the minimum record overhead "
@@ -123,7 +123,7 @@ def up_convert(records: bytes, name: str, max_message_bytes: int) -> bytes:
 
 
 def _legacy_frame(offset: int, message: bytes) -> bytes:
-    return _FRAME.pack(offset, len(message)) + message
+    return FRAME.pack(offset, len(message)) + message
 
 
 def _convert_batch(data: bytes, position: int, to_magic: int, fetch_offset: int) -> bytes:
@@ -222,6 +222,6 @@ def down_convert(data: bytes, to_magic: int, fetch_offset: int) -> bytes:
     while len(out) < declared:  # buildOverflowBatch, as many times as it takes
         remaining = declared - len(out)
         overflow = bytearray(max(MIN_OVERFLOW_MESSAGE_LENGTH, min(remaining + 1, MAX_READ_SIZE)))
-        _FRAME.pack_into(overflow, 0, -1, max(remaining + 1, RECORD_BATCH_OVERHEAD))
+        FRAME.pack_into(overflow, 0, -1, max(remaining + 1, RECORD_BATCH_OVERHEAD))
         out += overflow[:remaining]
     return bytes(out)

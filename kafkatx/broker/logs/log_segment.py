@@ -19,6 +19,14 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatx.formats.batch_layout import (
+    FRAME,
+    LAST_OFFSET_DELTA_FIELD,
+    LAST_OFFSET_DELTA_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_FIELD,
+    MAX_TIMESTAMP_OFFSET,
+)
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.log_retention import SegmentExtent
@@ -26,12 +34,6 @@ from kafkatx.storage.segment_writer import segment_name
 
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
-_HEADER_PREFIX = struct.Struct(">qi")  # base offset, batch length
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-LOG_OVERHEAD = 12
-_LAST_OFFSET_DELTA_AT = 23
-_FIRST_MAX_TIMESTAMP_AT = 35
-_MAX_TIMESTAMP = struct.Struct(">q")
 
 
 class CorruptIndexError(Exception):
@@ -100,10 +102,11 @@ class LogSegment:
         """``LogSegment#getFirstBatchTimestamp`` / ``rollingBasedTimestamp``: the first batch's
         max timestamp (None for an empty segment), read from the file the first time."""
         if self._first_batch_timestamp == _UNREAD:
-            head = self.pread(_FIRST_MAX_TIMESTAMP_AT + 8, 0) if self.size else b""
+            end = MAX_TIMESTAMP_OFFSET + MAX_TIMESTAMP_FIELD.size
+            head = self.pread(end, 0) if self.size else b""
             self._first_batch_timestamp = (
-                _MAX_TIMESTAMP.unpack_from(head, _FIRST_MAX_TIMESTAMP_AT)[0]
-                if len(head) == _FIRST_MAX_TIMESTAMP_AT + 8 else None)
+                MAX_TIMESTAMP_FIELD.unpack_from(head, MAX_TIMESTAMP_OFFSET)[0]
+                if len(head) == end else None)
         return self._first_batch_timestamp
 
     @first_batch_timestamp.setter
@@ -178,10 +181,11 @@ class LogSegment:
         last = self._last_index_entry()
         position = last[1] if last is not None else 0
         nxt = self.base_offset
-        while position + _LAST_OFFSET_DELTA_AT + 4 <= self.size:
-            head = self.pread(_LAST_OFFSET_DELTA_AT + 4, position)
-            base, length = _HEADER_PREFIX.unpack_from(head, 0)
-            delta = _LAST_OFFSET_DELTA.unpack_from(head, _LAST_OFFSET_DELTA_AT)[0]
+        head_size = LAST_OFFSET_DELTA_OFFSET + LAST_OFFSET_DELTA_FIELD.size
+        while position + head_size <= self.size:
+            head = self.pread(head_size, position)
+            base, length = FRAME.unpack_from(head, 0)
+            delta = LAST_OFFSET_DELTA_FIELD.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0]
             if position + LOG_OVERHEAD + length > self.size:
                 break
             nxt = base + delta + 1

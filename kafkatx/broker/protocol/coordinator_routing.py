@@ -16,11 +16,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.faults import reject_response
-from kafkatx.broker.logdir.log_manager import (
-    GROUP_METADATA_TOPIC,
-    INTERNAL_PARTITIONS,
-    TRANSACTION_STATE_TOPIC,
-)
+from kafkatx.broker.logdir.log_manager import INTERNAL_PARTITIONS
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:

@@ -41,7 +41,6 @@ from kafkatx.broker.kraft.metadata_log import KRaftMetadataLog
 from kafkatx.broker.kraft.producer_ids import ProducerIdManager
 from kafkatx.broker.logdir.log_manager import (
     INTERNAL_PARTITIONS,
-    INTERNAL_TOPICS,
     Topic,
     TopicError,
     kafka_uuid,
@@ -49,6 +48,7 @@ from kafkatx.broker.logdir.log_manager import (
     validate_topic_name,
 )
 from kafkatx.formats.checkpoints import META_PROPERTIES_FILE, read_meta_properties
+from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH
 
 if TYPE_CHECKING:

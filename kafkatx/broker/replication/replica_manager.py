@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.logdir.log_manager import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.replication.replica_fetcher import ReplicaFetcher
 from kafkatx.broker.replication.replica_partition import FollowerState, Partition
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, PartitionState

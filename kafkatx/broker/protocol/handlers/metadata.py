@@ -28,12 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.config.broker_config import LEADER_EPOCH
 from kafkatx.broker.context import ClusterError
-from kafkatx.broker.logdir.log_manager import (
-    INTERNAL_TOPICS,
-    Topic,
-    TopicError,
-    validate_topic_name,
-)
+from kafkatx.broker.logdir.log_manager import Topic, TopicError, validate_topic_name
 from kafkatx.broker.protocol.acl_operations import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_AUTHORIZED_OPERATIONS,
@@ -41,6 +36,7 @@ from kafkatx.broker.protocol.acl_operations import (
 )
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.wire import codec
+from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.coordinators.txn_verification import verify_transactional_produce
-from kafkatx.broker.logdir.log_manager import INTERNAL_TOPICS
 from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split_batches
 from kafkatx.broker.logs.legacy_records import first_magic, up_convert
 from kafkatx.broker.logs.partition_log import AppendError, AppendResult, PartitionLog
@@ -33,6 +32,7 @@ from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.produce_response import PartitionResult, encode_produce_response
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
+from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext

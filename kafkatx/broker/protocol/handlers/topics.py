@@ -43,14 +43,10 @@ from kafkatx.broker.config.validation import (
     canonical_topic_value,
     validate_topic_configs,
 )
-from kafkatx.broker.logdir.log_manager import (
-    INTERNAL_TOPICS,
-    Topic,
-    TopicError,
-    validate_topic_name,
-)
+from kafkatx.broker.logdir.log_manager import Topic, TopicError, validate_topic_name
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.wire import codec
+from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext
