@@ -97,6 +97,9 @@ class ConsumerView:
     disagreements: list[str] = field(default_factory=list)  # .txnindex vs markers
     notes: list[str] = field(default_factory=list)
     pinning: tuple[int, int, int] | None = None  # (producer id, epoch, first offset)
+    view: str = "as_found"  # as_found | after_restart
+    start_offset: int | None = None  # where the consumer starts (the restart view: log start)
+    valid_bytes: dict[int, int] = field(default_factory=dict)  # by segment base: recovery's cut
 
 
 def _scan(path: Path) -> SegmentScan:
@@ -113,6 +116,8 @@ def prepare(
     index_source: str = "file",
     scan: Callable[[Path], SegmentScan] | None = None,
     log_start_offset: int | None = None,
+    after_restart: bool = False,
+    now_ms: int | None = None,
 ) -> ConsumerView:
     """Rebuild the partition up to ``as_of_offset`` as the broker loads it (its newest loadable
     snapshot plus the log tail, :mod:`kafkatx.analysis.partition_load`) and decide the fetch
@@ -122,6 +127,12 @@ def prepare(
     ``log_start_offset`` is the checkpointed one (the first segment's base offset is the floor).
     """
     read_scan = _scan if scan is None else scan
+    if after_restart:
+        if as_of_offset is not None:
+            raise KafkatxError("--as-of-offset replays the log as it stood at an offset; "
+                               "--after-restart replays it as a broker loads it now: give one")
+        return _after_restart(pdir, isolation=isolation, high_watermark=high_watermark,
+                              scan=read_scan, now_ms=now_ms)
     # The segment scanned last, kept: the load below reads the log's tail again right after
     # the replay (one scan's columns held at a time).
     last: dict[Path, SegmentScan] = {}
@@ -196,6 +207,43 @@ def prepare(
     )
 
 
+def _after_restart(pdir: PartitionDir, *, isolation: IsolationLevel, high_watermark: int | None,
+                   scan: Callable[[Path], SegmentScan], now_ms: int | None) -> ConsumerView:
+    """The view of a broker that has just loaded these files (:mod:`kafkatx.storage.log_load`):
+    its log start and end, its LSO, the ``.txnindex`` entries it serves (rebuilt where it
+    recovers a segment) and the bytes recovery keeps of each segment."""
+    from kafkatx.analysis.replay import stable_offsets
+    from kafkatx.storage.log_load import load_inputs, load_partition_dir
+
+    outcome = load_partition_dir(pdir, load_inputs(pdir, now_ms=now_ms), scan=scan)
+    if outcome.failure is not None:
+        raise KafkatxError(f"{pdir.path}: a broker restarting on these files would not bring "
+                           f"the partition online: {outcome.failure}")
+    leo = outcome.log_end_offset
+    start = outcome.log_start_offset
+    stable = stable_offsets(outcome.state, leo, high_watermark, start, outcome.offset_metadata)
+    hw = leo if stable.high_watermark is None else stable.high_watermark
+    pinning = None
+    holder = stable.holder_first_offset
+    for txn in outcome.state.ongoing_txns.values():
+        if holder is not None and txn.first_offset == holder:
+            entry = outcome.state.producers.get(txn.producer_id)
+            pinning = (txn.producer_id, -1 if entry is None else entry.producer_epoch,
+                       txn.first_offset)
+    notes = ["after restart: what a broker starting on these files serves once it has loaded "
+             "them (LogLoader#load)", *outcome.steps]
+    if high_watermark is None:
+        notes.append("no high watermark checkpoint for this partition: the log end offset is "
+                     "used as the high watermark")
+    return ConsumerView(
+        topic=pdir.topic, partition=pdir.partition, isolation=isolation, log_end_offset=leo,
+        high_watermark=hw, high_watermark_source="log_end_offset" if high_watermark is None
+        else "checkpoint", last_stable_offset=stable.last_stable_offset,
+        lso_source=stable.lso_source, index_source="file", aborted=outcome.aborted, notes=notes,
+        pinning=pinning, view="after_restart", start_offset=start,
+        valid_bytes={seg.base_offset: seg.size for seg in outcome.segments})
+
+
 def _truncate_scan(scan: SegmentScan, end: int) -> SegmentScan:
     """Only the batches that lie wholly below ``end`` (the log as it stood then)."""
     keep = scan.headers.last_offset < end
@@ -250,6 +298,7 @@ class SegmentFetch:
 
     index: int  # position among the partition's live segments with a .log
     log: Path
+    base_offset: int
     fetch_offset: int
     upper_bound: int
 
@@ -259,7 +308,9 @@ def segment_fetches(pdir: PartitionDir, view: ConsumerView, *, from_offset: int 
     """Where the consumer starts, and each segment it reads, in order (as the Java consumer
     moves from one segment's fetches to the next)."""
     segments = [s for s in pdir.segments if s.log is not None]
-    start = from_offset if from_offset is not None else (segments[0].base_offset if segments else 0)
+    start = from_offset if from_offset is not None else (
+        view.start_offset if view.start_offset is not None
+        else segments[0].base_offset if segments else 0)
     fetch_offset = start
     out: list[SegmentFetch] = []
     for i, seg in enumerate(segments):
@@ -270,7 +321,8 @@ def segment_fetches(pdir: PartitionDir, view: ConsumerView, *, from_offset: int 
             break
         upper_bound = next_base if next_base is not None else view.log_end_offset
         assert seg.log is not None
-        out.append(SegmentFetch(index=i, log=seg.log, fetch_offset=fetch_offset,
+        out.append(SegmentFetch(index=i, log=seg.log, base_offset=seg.base_offset,
+                                fetch_offset=fetch_offset,
                                 upper_bound=upper_bound))
         fetch_offset = max(fetch_offset, upper_bound)
     return start, out
@@ -334,8 +386,11 @@ def replay_segment(
         scan = scan_segment(data, path=str(log))
         h = scan.headers
         base_all = h.base_offset
-        rows = np.flatnonzero((h.last_offset >= fetch_offset)
-                              & (base_all < view.log_end_offset))
+        in_log = base_all < view.log_end_offset
+        limit = view.valid_bytes.get(fetch.base_offset)
+        if limit is not None:  # recovery cuts the segment after its last valid batch
+            in_log &= h.next_position <= limit
+        rows = np.flatnonzero((h.last_offset >= fetch_offset) & in_log)
         base = base_all[rows]
         beyond = base >= max_offset
         # The consumer stops at the first batch past ``to_offset``, or past the fetch bound

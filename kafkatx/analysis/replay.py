@@ -10,7 +10,7 @@ timestamps and outcome, the .txnindex entries Kafka would have written, every ru
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -713,19 +713,24 @@ def clamp_high_watermark(high_watermark: int, log_start_offset: int, log_end_off
 
 
 def stable_offsets(state: ProducerStateManager, log_end_offset: int,
-                   high_watermark: int | None, log_start_offset: int = 0) -> StableOffsets:
+                   high_watermark: int | None, log_start_offset: int = 0,
+                   offset_metadata: Callable[[int], int] | None = None) -> StableOffsets:
     """LSO = min(first unstable offset, HW); the HW is the checkpointed one (clamped as the
     broker clamps it when it loads the partition), else the LEO.
 
     ``state`` is advanced to the HW (``onHighWatermarkUpdated``): completed transactions whose
     marker is at or above it stay unstable, as in Kafka. A first unstable offset below the log
-    start offset counts as the log start (``UnifiedLog#maybeIncrementFirstUnstableOffset``).
+    start offset counts as the log start (``UnifiedLog#maybeIncrementFirstUnstableOffset``);
+    ``offset_metadata`` (the restart view) is that method's ``maybeConvertToOffsetMetadata``:
+    the offset becomes the base offset of the batch holding it.
     """
     hw = (log_end_offset if high_watermark is None
           else clamp_high_watermark(high_watermark, log_start_offset, log_end_offset))
     state.on_high_watermark_updated(hw)
     holder = state.first_unstable_offset()
     first_unstable = None if holder is None else max(holder, log_start_offset)
+    if first_unstable is not None and offset_metadata is not None:
+        first_unstable = offset_metadata(first_unstable)
     lso = last_stable_offset(first_unstable, hw)
     if first_unstable is not None and first_unstable < hw:
         source = ("open_transaction" if state.first_undecided_offset() == holder

@@ -1,0 +1,128 @@
+"""kafkatx's restart view and Kafka's load, side by side in one shape.
+
+:func:`kafka_view` reduces ``LoadDriver``'s JSON for one partition to what is compared;
+:func:`kafkatx_view` computes the same from kafkatx's model of the load
+(:mod:`kafkatx.storage.log_load`) and its read_committed replay (``replay --after-restart``);
+:func:`differences` lists every field that disagrees. A read_committed consumer's view is
+compared as the data batches it receives: Kafka's fetches filtered by the Java client's rules
+(:class:`kafkatx.semantics.read_committed.ReadCommittedFilter`), against kafkatx's replay.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kafkatx.analysis.replay import stable_offsets
+from kafkatx.semantics.read_committed import (
+    AbortedTransaction,
+    Decision,
+    IsolationLevel,
+    ReadCommittedFilter,
+)
+from kafkatx.storage.discovery import discover
+
+COMPARED_SUFFIXES = (".log", ".txnindex", ".snapshot")
+
+
+def _kept(name: str) -> bool:
+    return name.endswith(COMPARED_SUFFIXES)
+
+
+def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
+    """The compared fields of one partition of ``LoadDriver``'s answer."""
+    if "error" in answer:
+        return {"failure": True}
+    files = answer["files"]
+    created = {n for n in files["created"] if _kept(n)}
+    deleted = {n for n in files["deleted"] if _kept(n)}
+    for name in files["created"]:
+        if name.endswith(".deleted") and _kept(name[:-len(".deleted")]):
+            deleted.add(name[:-len(".deleted")])  # renamed for an asynchronous delete
+    truncated = {n for n in files["rewritten"] if n.endswith(".log")}
+    txnindex = {n for n in files["rewritten"] if n.endswith(".txnindex")}
+    delivered = []
+    for fetch in answer["fetches"]:
+        aborted = [AbortedTransaction(first, pid) for pid, first in fetch["aborted"]]
+        flt = ReadCommittedFilter(aborted, IsolationLevel.READ_COMMITTED)
+        for base, last, pid, txn, control in fetch["batches"]:
+            decision = flt.decide(producer_id=pid, is_transactional=txn, is_control=control,
+                                  last_offset=last, is_abort_marker=False)
+            if decision is Decision.DELIVER:  # the client drops records below its position
+                delivered.extend(range(max(base, fetch["fetch_offset"]), last + 1))
+    return {
+        "failure": False,
+        "log_start_offset": answer["log_start_offset"],
+        "log_end_offset": answer["log_end_offset"],
+        "recovery_point": answer["recovery_point"],
+        "first_unstable_offset_at_load": answer["loaded_first_unstable_offset"],
+        "lso_at_checkpoint_hw": answer["checkpoint_last_stable_offset"],
+        "lso_at_log_end_hw": answer["last_stable_offset"],
+        "segments": [[s["base_offset"], s["size"], s["aborted"]] for s in answer["segments"]],
+        "producers": {int(pid): [p["producer_epoch"], p["coordinator_epoch"], p["batches"],
+                                 p["last_timestamp"], p["current_txn_first_offset"]]
+                      for pid, p in answer["producers"].items()},
+        "snapshots": sorted(n for n in files["after"] if n.endswith(".snapshot")),
+        "created": sorted(n for n in created if not n.endswith(".snapshot")),
+        "deleted": sorted(n for n in deleted if not n.endswith(".snapshot")),
+        "truncated": sorted(truncated),
+        "txnindex_rewritten": sorted(txnindex),
+        "delivered": delivered,
+    }
+
+
+def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
+                 high_watermark: int | None) -> dict[str, Any]:
+    """The same fields from kafkatx's model of the load of ``log_dir``'s partition."""
+    from kafkatx.analysis.consumer_view import prepare, replay_records
+    from kafkatx.storage.log_load import load_inputs, load_partition_dir
+
+    pdir = next(p for p in discover([log_dir]).all_partitions() if p.name == partition_name)
+    out = load_partition_dir(pdir, load_inputs(pdir, now_ms=now_ms))
+    if out.failure is not None:
+        return {"failure": True}
+    state = out.state
+    start, end = out.log_start_offset, out.log_end_offset
+    first = state.first_unstable_offset()
+    at_load = None if first is None else out.offset_metadata(max(first, start))
+    at_checkpoint = stable_offsets(state, end, 0 if high_watermark is None else high_watermark,
+                                   start, out.offset_metadata).last_stable_offset
+    at_end = stable_offsets(state, end, None, start, out.offset_metadata).last_stable_offset
+    changes = out.file_changes()
+    view = prepare(pdir, isolation=IsolationLevel.READ_COMMITTED, high_watermark=None,
+                   after_restart=True, now_ms=now_ms)
+    delivered = [rec.record.offset for rec in replay_records(pdir, view) if rec.visible]
+    return {
+        "failure": False,
+        "log_start_offset": start,
+        "log_end_offset": end,
+        "recovery_point": out.recovery_point,
+        "first_unstable_offset_at_load": at_load,
+        "lso_at_checkpoint_hw": at_checkpoint,
+        "lso_at_log_end_hw": at_end,
+        "segments": [[s.base_offset, s.size, [[a.producer_id, a.first_offset, a.last_offset,
+                                                a.last_stable_offset] for a in s.aborted]]
+                     for s in out.segments],
+        "producers": {pid: [e.producer_epoch, e.coordinator_epoch,
+                            [[b.last_seq, b.last_offset, b.offset_delta, b.timestamp]
+                             for b in e.batch_metadata],
+                            e.last_timestamp, e.current_txn_first_offset]
+                      for pid, e in sorted(state.producers.items())},
+        "snapshots": sorted(f"{o:020d}.snapshot" for o in out.snapshots.files),
+        "created": sorted(n for n in changes["created"]
+                          if _kept(n) and not n.endswith(".snapshot")),
+        "deleted": sorted(n for n in changes["deleted"]
+                          if _kept(n) and not n.endswith(".snapshot")),
+        "truncated": changes["truncated"],
+        "txnindex_rewritten": [n for n in changes["rewritten"] if n.endswith(".txnindex")],
+        "delivered": delivered,
+    }
+
+
+def differences(kafka: dict[str, Any], ours: dict[str, Any]) -> list[str]:
+    """Every compared field that differs, as ``field: kafka=... kafkatx=...``."""
+    if kafka["failure"] or ours["failure"]:
+        return [] if kafka["failure"] == ours["failure"] else [
+            f"failure: kafka={kafka['failure']} kafkatx={ours['failure']}"]
+    return [f"{key}: kafka={kafka[key]!r} kafkatx={ours[key]!r}"
+            for key in kafka if kafka[key] != ours.get(key)]
