@@ -241,7 +241,8 @@ def _after_restart(pdir: PartitionDir, *, isolation: IsolationLevel, high_waterm
         else "checkpoint", last_stable_offset=stable.last_stable_offset,
         lso_source=stable.lso_source, index_source="file", aborted=outcome.aborted, notes=notes,
         pinning=pinning, view="after_restart", start_offset=start,
-        valid_bytes={seg.base_offset: seg.size for seg in outcome.segments})
+        valid_bytes={seg.base_offset: 0 for seg in pdir.segments}  # deleted by the load
+        | {seg.base_offset: seg.size for seg in outcome.segments})
 
 
 def _truncate_scan(scan: SegmentScan, end: int) -> SegmentScan:

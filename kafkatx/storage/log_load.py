@@ -52,7 +52,7 @@ from kafkatx.formats.producer_snapshot import snapshot_file_name
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
 from kafkatx.formats.txn_index import sanity_check as txn_index_sanity
-from kafkatx.semantics.producer_state import ProducerStateManager
+from kafkatx.semantics.producer_state import ProducerStateError, ProducerStateManager
 from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, plan_swap_recovery
 from kafkatx.storage.discovery import PartitionDir, read_root_checkpoints
 from kafkatx.storage.files import open_bytes
@@ -184,6 +184,27 @@ class LoadedSegment:
                                      path=str(self.index))
         return read.entries[-1].position if read.entries else 0
 
+    def check_offsets(self, valid: int, index_interval: int) -> None:
+        """What ``LogSegment#recover`` throws on its way through the valid batches:
+        ``LogSegmentOffsetOverflowException`` (an offset too far from the base for the
+        indexes) and ``InvalidOffsetException`` (an index entry not above the previous one,
+        at every ``index.interval.bytes``)."""
+        h = self.scan().headers
+        rows = np.flatnonzero(h.next_position <= valid)
+        last_entry_offset: int | None = None
+        last_entry_at = 0
+        for j in rows.tolist():
+            last = int(h.last_offset[j])
+            if not 0 <= last - self.base_offset <= INT32_MAX:
+                raise LoadFailure(f"{self.log}: offset {last} cannot be relative to the base "
+                                  f"offset {self.base_offset} (LogSegmentOffsetOverflowException)")
+            position = int(h.position[j])
+            if position - last_entry_at > index_interval:
+                if last_entry_offset is not None and last <= last_entry_offset:
+                    raise InvalidOffset(f"{self.log}: offset {last} is not above the previous "
+                                        f"index entry's {last_entry_offset}")
+                last_entry_offset, last_entry_at = last, position
+
     def valid_bytes(self) -> int:
         """``LogSegment#recover``'s valid bytes: up to the first batch that is partial, cannot
         be read (``FileLogInputStream``) or does not check (``RecordBatch#ensureValid``: CRC,
@@ -204,6 +225,12 @@ class LoadedSegment:
         return valid
 
 
+class InvalidOffset(Exception):
+    """``InvalidOffsetException`` while a segment's indexes are rebuilt."""
+
+
+INT32_MAX = 2**31 - 1
+INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes, Kafka's default
 LOG_OVERHEAD = 12  # offset + size
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0
@@ -352,7 +379,10 @@ def load_partition_dir(pdir: PartitionDir, inputs: LoadInputs | None = None, *,
     loader = _Loader(pdir, inputs, _OneScan(scan or _default_scan), max_transaction_timeout_ms,
                      progress)
     try:
-        loader.load()
+        try:
+            loader.load()
+        except ProducerStateError as exc:  # Kafka throws it from the replay too (any origin)
+            raise LoadFailure(f"{exc} ({exc.kafka_error})") from None
     except LoadFailure as exc:
         loader.out.failure = str(exc)
         loader.out.steps.append(f"the load throws: {exc}; the partition does not come online")
@@ -499,9 +529,13 @@ class _Loader:
             reason = self._sanity(seg)
             if reason is not None:
                 self.step(f"segment {base}: {reason}: recovered (LogLoader#loadSegmentFiles)")
-                self._recover_segment(seg, segments)
+                try:
+                    self._recover_segment(seg, segments)
+                except InvalidOffset as exc:
+                    raise LoadFailure(f"{exc} (InvalidOffsetException)") from None
             elif seg.timeindex is None:
                 self.act("created", segment_name(base, ".timeindex"), step, "empty")
+                seg.timeindex = Path(self.pdir.path) / segment_name(base, ".timeindex")
             segments.append(seg)
         return segments
 
@@ -538,6 +572,7 @@ class _Loader:
         if self.progress is not None:
             self.progress()
         valid = seg.valid_bytes()
+        seg.check_offsets(valid, INDEX_INTERVAL_BYTES)
         aborted: list[AbortedTxnEntry] = []
         self.out.replayed_batches += replay(state, seg.scan(), seg.base_offset, None, aborted,
                                             end=valid, advance_high_watermark=False)
@@ -555,10 +590,27 @@ class _Loader:
         elif before is None and aborted:
             self.act("created", segment_name(seg.base_offset, ".txnindex"), step,
                      f"rebuilt from the ABORT markers: {len(aborted)} entries")
-        seg.size = valid
+        where = Path(self.pdir.path)
+        seg.index = seg.index or where / segment_name(seg.base_offset, ".index")
+        seg.timeindex = seg.timeindex or where / segment_name(seg.base_offset, ".timeindex")
+        if seg.txnindex is None and aborted:
+            seg.txnindex = where / segment_name(seg.base_offset, ".txnindex")
+        seg.size = seg.file_size = valid  # LogSegment#recover truncates the file
         seg.recovered = True
         seg._aborted = aborted
         return truncated
+
+    def _empty(self, seg: LoadedSegment) -> int:
+        """``LogSegment#truncateTo(baseOffset)``: returns the bytes cut off."""
+        cut = seg.file_size
+        if cut:
+            self.act("truncated", seg.name, "LogSegment#truncateTo", "to 0 bytes")
+        if seg.txnindex is not None and seg.aborted:
+            self.act("rewritten", seg.txnindex.name, "LogSegment#truncateTo", "emptied")
+        seg.size = seg.file_size = 0
+        seg.recovered = True
+        seg._aborted = []
+        return cut
 
     def _recover_log(self, segments: list[LoadedSegment]) -> tuple[int, int]:
         """``LogLoader#recoverLog``: (log end offset, recovery point)."""
@@ -573,9 +625,14 @@ class _Loader:
                           f"(holding the recovery point {inputs.recovery_point}) are recovered "
                           "(LogLoader#recoverLog)")
             for i, seg in enumerate(unflushed):
-                if self._recover_segment(seg, segments) > 0:
+                try:
+                    cut = self._recover_segment(seg, segments)
+                except InvalidOffset as exc:
+                    self.step(f"{exc}: the segment is emptied (LogLoader#recoverLog)")
+                    cut = self._empty(seg)
+                if cut > 0:
                     dropped = unflushed[i + 1:]
-                    self.step(f"segment {seg.base_offset} had {seg.file_size - seg.size} bytes "
+                    self.step(f"segment {seg.base_offset} had {cut} bytes "
                               "cut off after its last valid batch"
                               + (f"; the {len(dropped)} segment(s) after it are deleted"
                                  if dropped else "") + " (LogLoader#recoverLog)")

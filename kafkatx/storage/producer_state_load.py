@@ -242,6 +242,7 @@ def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int |
     is_txn = h.is_transactional[rows].tolist()
     is_ctl = h.is_control[rows].tolist()
     magic = h.magic[rows].tolist()
+    count = h.records_count[rows].tolist()
     control = scan.control_type[rows].tolist()
     coordinator = scan.coordinator_epoch[rows].tolist()
     for i in range(len(base)):
@@ -256,6 +257,11 @@ def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int |
                     is_commit=control[i] == ControlType.COMMIT, coordinator_epoch=coordinator[i],
                     producer_epoch=epoch[i], offset=base[i], timestamp=max_ts[i],
                     transaction_version=TV_UNKNOWN)
+            elif count[i] > 0:
+                raise LoadFailure(f"{scan.path}: the control batch at offset {base[i]} of "
+                                  f"producer {pid[i]} is no COMMIT or ABORT marker "
+                                  "(EndTransactionMarker.deserialize throws "
+                                  "IllegalArgumentException)")
             psm.update(info)
             if completed is not None:
                 if completed.is_aborted and aborted is not None:

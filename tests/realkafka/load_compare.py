@@ -36,19 +36,18 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
     files = answer["files"]
     created = {n for n in files["created"] if _kept(n)}
     deleted = {n for n in files["deleted"] if _kept(n)}
-    for name in files["created"]:
-        if name.endswith(".deleted") and _kept(name[:-len(".deleted")]):
-            deleted.add(name[:-len(".deleted")])  # renamed for an asynchronous delete
     truncated = {n for n in files["rewritten"] if n.endswith(".log")}
     txnindex = {n for n in files["rewritten"] if n.endswith(".txnindex")}
     delivered = []
     for fetch in answer["fetches"]:
         aborted = [AbortedTransaction(first, pid) for pid, first in fetch["aborted"]]
         flt = ReadCommittedFilter(aborted, IsolationLevel.READ_COMMITTED)
-        for base, last, pid, txn, control in fetch["batches"]:
+        for base, last, pid, txn, control, control_type, crc_ok in fetch["batches"]:
             decision = flt.decide(producer_id=pid, is_transactional=txn, is_control=control,
-                                  last_offset=last, is_abort_marker=False)
-            if decision is Decision.DELIVER:  # the client drops records below its position
+                                  last_offset=last, is_abort_marker=control and control_type == 0)
+            # the client drops records below its position, and fails on a corrupt batch
+            # (check.crcs), which kafkatx's replay reports as a problem instead
+            if decision is Decision.DELIVER and crc_ok:
                 delivered.extend(range(max(base, fetch["fetch_offset"]), last + 1))
     return {
         "failure": False,
@@ -91,7 +90,14 @@ def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
     changes = out.file_changes()
     view = prepare(pdir, isolation=IsolationLevel.READ_COMMITTED, high_watermark=None,
                    after_restart=True, now_ms=now_ms)
-    delivered = [rec.record.offset for rec in replay_records(pdir, view) if rec.visible]
+    corrupt: set[int] = set()  # offsets in batches failing their CRC: a consumer fails there
+    for seg in out.segments:
+        h = seg.scan().headers
+        for base, last in zip(h.base_offset[~h.crc_valid].tolist(),
+                              h.last_offset[~h.crc_valid].tolist(), strict=True):
+            corrupt.update(range(base, last + 1))
+    delivered = [rec.record.offset for rec in replay_records(pdir, view)
+                 if rec.visible and rec.record.offset not in corrupt]
     return {
         "failure": False,
         "log_start_offset": start,

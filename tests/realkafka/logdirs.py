@@ -58,6 +58,9 @@ class LogDirSpec:
     missing_txnindex: tuple[int, ...] = ()
     stale_txnindex: tuple[int, ...] = ()  # the last entry dropped
     bad_txnindex: tuple[int, ...] = ()  # an entry ending below the base offset added
+    garbage_index: tuple[int, ...] = ()  # an .index entry past the log's end appended
+    flipped: tuple[int, ...] = ()  # a byte flipped in the middle batch of these segments
+    cleaned: tuple[int, ...] = ()  # these (non-active) segments lose their transactions' data
     torn_tail: int = 0  # bytes cut off the last segment (>0), or zero bytes appended (<0)
     leftovers: tuple[str, ...] = ()  # "deleted" | "cleaned"
 
@@ -81,6 +84,8 @@ class _Broker:
     clock: int = T0
     aborted: dict[int, list[AbortedTxnEntry]] = field(default_factory=dict)  # by segment base
     snapshots: dict[int, bytes] = field(default_factory=dict)
+    txn_batches: dict[int, list[int]] = field(default_factory=dict)  # open txn's data batches
+    cleanable: set[tuple[int, int]] = field(default_factory=set)  # aborted txns' data batches
 
 
 def _records(offset: int, n: int, ts: int) -> list[Record]:
@@ -94,6 +99,7 @@ def build(spec: LogDirSpec, log_dir: Path) -> Path:
     pdir.mkdir(parents=True)
     writer = PartitionWriter(pdir, index_interval_bytes=INDEX_INTERVAL)
     b = _Broker()
+    epochs = {pid: EPOCH for pid in PIDS}
     writer.roll(0)
     bases = [0]
     for op in spec.ops:
@@ -105,38 +111,51 @@ def build(spec: LogDirSpec, log_dir: Path) -> Path:
                 writer.roll(b.offset)
                 bases.append(b.offset)
             continue
+        if kind == "bump":  # InitProducerId after a fence: the next epoch, sequences from 0
+            epochs[PIDS[op[1]]] += 1
+            b.seq[PIDS[op[1]]] = 0
+            continue
         if kind in ("txn", "idem"):
             pid = PIDS[op[1]]
             n = int(op[2])
             seq = b.seq.get(pid, 0)
+            epoch = epochs[pid]
             data = build_batch(_records(b.offset, n, b.clock), base_offset=b.offset,
-                               producer_id=pid, producer_epoch=EPOCH, base_sequence=seq,
+                               producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                                is_transactional=kind == "txn")
             info = b.psm.prepare_update(pid, AppendOrigin.REPLICATION)
-            info.append_data_batch(EPOCH, seq, seq + n - 1, b.clock, b.offset, b.offset + n - 1,
+            info.append_data_batch(epoch, seq, seq + n - 1, b.clock, b.offset, b.offset + n - 1,
                                    kind == "txn")
             b.psm.update(info)
             b.seq[pid] = seq + n
+            if kind == "txn":
+                b.txn_batches.setdefault(pid, []).append(b.offset)
             writer.append(data)
             b.offset += n
         elif kind == "plain":
             n = int(op[1])
             writer.append(build_batch(_records(b.offset, n, b.clock), base_offset=b.offset))
             b.offset += n
-        else:  # commit / abort
+        else:  # commit / abort / fence
             pid = PIDS[op[1]]
             commit = kind == "commit"
+            epoch = epochs[pid] + (1 if kind == "fence" else 0)
+            if kind == "fence":  # the coordinator aborts with a bumped epoch (a timeout)
+                epochs[pid] = epoch
+                b.seq[pid] = 0
             data = build_control_batch(
-                base_offset=b.offset, producer_id=pid, producer_epoch=EPOCH,
+                base_offset=b.offset, producer_id=pid, producer_epoch=epoch,
                 control_type=ControlType.COMMIT if commit else ControlType.ABORT,
                 timestamp=b.clock, coordinator_epoch=COORDINATOR_EPOCH)
             info = b.psm.prepare_update(pid, AppendOrigin.REPLICATION)
             completed = info.append_end_txn_marker(
-                is_commit=commit, coordinator_epoch=COORDINATOR_EPOCH, producer_epoch=EPOCH,
+                is_commit=commit, coordinator_epoch=COORDINATOR_EPOCH, producer_epoch=epoch,
                 offset=b.offset, timestamp=b.clock)
             b.psm.update(info)
+            batches = b.txn_batches.pop(pid, [])
             if completed is not None:
                 if completed.is_aborted:
+                    b.cleanable.update((pid, o) for o in batches)
                     b.aborted.setdefault(bases[-1], []).append(AbortedTxnEntry(
                         producer_id=pid, first_offset=completed.first_offset,
                         last_offset=completed.last_offset,
@@ -196,6 +215,15 @@ def _damage(spec: LogDirSpec, pdir: Path, bases: list[int], b: _Broker, leo: int
             txn.unlink(missing_ok=True)
         elif changed:
             txn.write_bytes(build_txn_index(entries))
+    for i, base in enumerate(kept):
+        log = pdir / segment_name(base, ".log")
+        if i in spec.cleaned and i < len(kept) - 1:
+            _clean(log, b.cleanable)
+        if i in spec.garbage_index and (pdir / segment_name(base, ".index")).exists():
+            with open(pdir / segment_name(base, ".index"), "ab") as f:
+                f.write((1000).to_bytes(4, "big") + (1 << 20).to_bytes(4, "big"))
+        if i in spec.flipped and log.stat().st_size:
+            _flip(log)
     last = pdir / segment_name(kept[-1], ".log")
     size = last.stat().st_size
     if spec.torn_tail > 0 and size:
@@ -209,6 +237,46 @@ def _damage(spec: LogDirSpec, pdir: Path, bases: list[int], b: _Broker, leo: int
             (pdir / (segment_name(max(leo, 1) * 1000, ".log") + ".deleted")).write_bytes(b"x")
         elif leftover == "cleaned":
             (pdir / (segment_name(kept[0], ".log") + ".cleaned")).write_bytes(b"")
+
+
+def _flip(log: Path) -> None:
+    """Bit rot inside the middle batch's CRC-covered bytes (its records)."""
+    from kafkatx.formats.segment_scan import scan_segment
+
+    raw = bytearray(log.read_bytes())
+    h = scan_segment(bytes(raw)).headers
+    j = len(h) // 2
+    start, end = int(h.position[j]) + 61, int(h.next_position[j])
+    raw[(start + end) // 2] ^= 0x5A
+    log.write_bytes(bytes(raw))
+
+
+def _clean(log: Path, cleanable: set[tuple[int, int]]) -> None:
+    """What the cleaner leaves of a segment (``LogCleaner#cleanSegments``): the data batches
+    of completed transactions in ``cleanable`` (producer id, base offset) removed, markers kept,
+    offsets unchanged; its indexes rebuilt."""
+    from kafkatx.formats.segment_scan import scan_segment
+
+    raw = log.read_bytes()
+    h = scan_segment(raw).headers
+    kept = bytearray()
+    for position, size, pid, base in zip(h.position.tolist(), h.next_position.tolist(),
+                                          h.producer_id.tolist(), h.base_offset.tolist(),
+                                          strict=True):
+        if (pid, base) not in cleanable:
+            kept += raw[position:size]
+    log.write_bytes(bytes(kept))
+    writer_dir = log.parent
+    base_offset = int(log.name.split(".")[0])
+    from kafkatx.storage.segment_writer import SegmentIndexes
+
+    indexes = SegmentIndexes(base_offset=base_offset, index_interval_bytes=INDEX_INTERVAL)
+    h = scan_segment(bytes(kept)).headers
+    for position, size, last, ts in zip(h.position.tolist(), h.size.tolist(),
+                                        h.last_offset.tolist(), h.max_timestamp.tolist(),
+                                        strict=True):
+        indexes.on_append(position, size, last, ts)
+    indexes.write_indexes(writer_dir)
 
 
 def _root_files(spec: LogDirSpec, log_dir: Path, bases: list[int], leo: int) -> None:
@@ -247,15 +315,18 @@ def histories(draw: st.DrawFn) -> tuple[tuple[Any, ...], ...]:
     open_txn: set[int] = set()
     for _ in range(draw(st.integers(1, 24))):
         choice = draw(st.sampled_from(["txn", "txn", "txn", "end", "end", "idem", "plain",
-                                       "roll"]))
+                                       "roll", "roll", "bump"]))
         p = draw(st.integers(0, len(PIDS) - 1))
         if choice == "txn":
             ops.append(("txn", p, draw(st.integers(1, 3))))
             open_txn.add(p)
         elif choice == "end":
             if p in open_txn:
-                ops.append(("commit" if draw(st.booleans()) else "abort", p))
+                ops.append((draw(st.sampled_from(["commit", "commit", "abort", "fence"])), p))
                 open_txn.discard(p)
+        elif choice == "bump":
+            if p not in open_txn:
+                ops.append(("bump", p))
         elif choice == "idem":
             if p not in open_txn:
                 ops.append(("idem", p, draw(st.integers(1, 3))))
@@ -287,6 +358,9 @@ def specs(draw: st.DrawFn) -> LogDirSpec:
         missing_txnindex=_some(draw) if damage else (),
         stale_txnindex=_some(draw) if damage else (),
         bad_txnindex=_some(draw) if damage else (),
+        garbage_index=_some(draw) if damage else (),
+        flipped=_some(draw) if damage and draw(st.booleans()) else (),
+        cleaned=_some(draw),
         torn_tail=draw(st.sampled_from([0, 0, 0, 1, 7, 30, -12])),
         leftovers=tuple(draw(st.lists(st.sampled_from(["deleted", "cleaned"]), max_size=1))),
     )

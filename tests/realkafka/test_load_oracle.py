@@ -31,6 +31,9 @@ settings.register_profile("load-ci", max_examples=60, deadline=None, derandomize
 settings.register_profile("soak", max_examples=2500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.function_scoped_fixture])
+settings.register_profile("load-explore", max_examples=400, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture])
 PROFILE = os.environ.get("KAFKATX_HYPOTHESIS_PROFILE", "load-ci")
 PARTITION_DIR = f"{TOPIC}-{PARTITION}"
 

@@ -387,7 +387,16 @@ public final class LoadDriver {
                 b.add((Long) call(batch, "lastOffset"));
                 b.add((Long) call(batch, "producerId"));
                 b.add((Boolean) call(batch, "isTransactional"));
-                b.add((Boolean) call(batch, "isControlBatch"));
+                boolean control = (Boolean) call(batch, "isControlBatch");
+                b.add(control);
+                if (control) { // ControlRecordType from the first record's key: 0 ABORT, 1 COMMIT
+                    Object record = call(call(batch, "iterator"), "next");
+                    java.nio.ByteBuffer key = (java.nio.ByteBuffer) call(record, "key");
+                    b.add(key.getShort(key.position() + 2));
+                } else {
+                    b.add(-1);
+                }
+                b.add((Boolean) call(batch, "isValid")); // the consumer's check.crcs
                 next = Math.max(next, (Long) call(batch, "lastOffset") + 1);
             }
             ArrayNode aborted = fetch.putArray("aborted");
