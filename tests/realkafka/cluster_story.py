@@ -94,6 +94,7 @@ class KafkaAnswers:
     hanging: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # find-hanging
     transactions: dict[str, dict[str, str]] = field(default_factory=dict)  # describe
     consumed: dict[TopicPartition, list[tuple[int, bytes | None]]] = field(default_factory=dict)
+    features: dict[str, str] = field(default_factory=dict)  # kafka-features.sh describe
 
 
 @dataclass
@@ -164,6 +165,7 @@ class Story:
         for tid in self.tids.values():
             out.transactions[tid] = self.tools.describe_transaction(boot, tid)
         out.consumed = self.read_committed(out.lso)
+        out.features = self.tools.finalized_features(boot)
         return out
 
     def read_committed(self, lso: dict[TopicPartition, int]

@@ -290,3 +290,16 @@ def _batches_below(log: bytes, offset: int) -> bytes:
         return b""
     end = int(h.position[keep[-1]]) + int(h.batch_length[keep[-1]]) + 12  # offset, length
     return log[:end]
+
+
+def test_cluster_features_are_the_controllers(story: Story) -> None:
+    """``kafka-features.sh describe`` against ``kafkatx cluster`` on each broker's copy of the
+    metadata log: the finalized metadata.version (as its release name) and feature levels."""
+    moment = story.moments["live"]
+    finalized = moment.kafka.features
+    for broker in moment.live:
+        (view,) = kafkatx("cluster", moment.copies[broker])
+        assert view["metadata_version"]["release"] == finalized["metadata.version"], broker
+        levels = {k: v for k, v in finalized.items() if k != "metadata.version" and v != "0"}
+        assert {k: str(view["features"].get(k)) for k in levels} == levels, broker
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import re
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from . import dist
 from .node import java_command
 
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 TOOL_TIMEOUT_S = 120.0
 
@@ -146,6 +148,18 @@ class KafkaTools:
         if len(cells) == len(header) - 1:  # no partitions: the last column is empty
             cells.append("")
         return dict(zip(header, cells, strict=True))
+
+    # kafka-features.sh
+    def finalized_features(self, bootstrap: str) -> dict[str, str]:
+        """``describe``: each feature's FinalizedVersionLevel (metadata.version as its release,
+        e.g. ``4.0-IV3``; the others as a level; ``0`` when not finalized)."""
+        result = self.run(FEATURE_COMMAND, "--bootstrap-server", bootstrap, "describe").check()
+        out = {}
+        for line in result.stdout.splitlines():  # tab-separated (4.0) or padded (4.4) fields
+            fields = dict(re.findall(r"(\w+):\s+(\S+)", line))
+            if "Feature" in fields and "FinalizedVersionLevel" in fields:
+                out[fields["Feature"]] = fields["FinalizedVersionLevel"]
+        return out
 
     # kafka-consumer-groups.sh
     def describe_group_state(self, bootstrap: str, group: str) -> dict[str, str]:
