@@ -331,6 +331,21 @@ def split_history(tid: str, records: Iterable[CoordinatorRecord], home: int
 # Verdicts on data transactions
 
 
+def _prepare_of(records: list[CoordinatorRecord]) -> CoordinatorRecord | None:
+    """The PrepareCommit/PrepareAbort that the id's newest record (a Complete*) completed,
+    when it survives right before it (``TransactionMetadata#prepareComplete`` follows
+    ``#prepareAbortOrCommit``; compaction keeps only the newest record of an id, so a surviving
+    one is that transaction's)."""
+    if len(records) < 2:
+        return None
+    last, before = records[-1].value, records[-2].value
+    if (last is None or before is None or last.transaction_state not in _COMPLETE
+            or before.transaction_state not in _PREPARE
+            or before.producer_id != last.producer_id):
+        return None
+    return records[-2]
+
+
 @dataclass(slots=True, kw_only=True)
 class DataVerdict:
     """One data transaction of one partition, joined. ``reason`` says in words why a
@@ -349,6 +364,9 @@ class DataVerdict:
     moved_on: CoordinatorStep | None = None
     fence: CoordinatorStep | None = None
     certain: bool = True  # False: the coordinator's copy may predate the data
+    # the coordinator's surviving records show the transaction it completed last without this
+    # partition: the data was never part of a transaction the coordinator knew
+    never_added: bool = False
     findings: list[Finding] = field(default_factory=list)
     offset_commits: list[OffsetCommit] = field(default_factory=list)
 
@@ -700,6 +718,19 @@ class TransactionJoin:
             v.status, v.certain = UNKNOWN, False
             v.reason = (f"the coordinator's newest record ({step.describe()}) is older than this "
                         "data: the coordinator log may have been copied before it")
+        prepared = _prepare_of(own)
+        if (v.status == HANGING and prepared is not None and prepared.value is not None
+                and prepared.value.producer_id == pid
+                and v.tp not in prepared.value.topic_partitions):
+            v.never_added = True
+            parts = ", ".join(tp_name(p) for p in sorted(prepared.value.topic_partitions))
+            v.reason += (f"; the transaction it completed last listed {parts or 'no partition'}"
+                         f" ({CoordinatorStep.of(prepared).describe(where=False)}) and no record"
+                         f" of the coordinator lists {tp_name(v.tp)}: this data was never added "
+                         "to a transaction (a produce request that outlived its transaction, or "
+                         "a client that skipped AddPartitionsToTxn; "
+                         "transaction.partition.verification.enable refuses such writes), so "
+                         "no transaction committed it")
 
     def _check_marker(self, ev: PartitionEvidence, c: CoordinatorTransaction,
                       st: _PartitionState, out: PartitionJoin) -> None:

@@ -138,3 +138,29 @@ def test_compacted_coordinator_and_partitions_not_copied(sc: Scenario) -> None:
     assert cleaned.remediation is not None and cleaned.remediation.startswith(
         "export the records first: kafkatx dump")
     assert "not among the evidence: d-5" in found["partial"].message
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_data_the_committed_transaction_never_listed_is_not_committed(sc: Scenario,
+                                                                      v2: bool) -> None:
+    """A transactional batch of a running transaction's producer and epoch in a partition that
+    was never added to it (a late produce request, KIP-890's case; real Kafka with
+    ``transaction.partition.verification.enable`` off accepts it, tests/realkafka): the
+    coordinator's surviving PrepareCommit lists only a-0, so the COMMIT never concerned b-0 and
+    aborting there discards nothing committed: a plain abort, no export (it used to say the
+    partition list was compacted away and the records may be committed). Under transactions v2
+    the coordinator's Prepare/Complete carry the bumped epoch."""
+    bump = 1 if v2 else 0
+    listed = {"a": [0]}
+    sc.coordinator("late", [v(S.ONGOING, 7301, 0, listed, 1_000, 1_000),
+                            v(S.PREPARE_COMMIT, 7301, bump, listed, 1_000, 2_000),
+                            v(S.COMPLETE_COMMIT, 7301, bump, {}, 1_000, 2_100)])
+    sc.part("a", 0).data(pid=7301, epoch=0, n=1, txn=True, at=T0 + 1_100)
+    sc.part("a", 0).commit(pid=7301, epoch=bump, at=T0 + 2_050)
+    sc.part("b", 0).data(pid=7301, epoch=0, n=2, txn=True, at=T0 + 1_200)
+    sc.part("b", 0).data(n=1, at=T0 + 9_000)
+    (hang,) = of_kind(sc.inspect().findings, "hanging_transaction")
+    assert (hang.topic, hang.partition, hang.offset) == ("b", 0, 0)
+    assert "listed a-0" in hang.message and "never added to a transaction" in hang.message
+    assert "COMMITTED" not in hang.message and "may be committed" not in hang.message
+    assert hang.remediation == ABORT_CMD.format("b", 0, 0)

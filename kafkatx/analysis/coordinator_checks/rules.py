@@ -201,9 +201,10 @@ def committed(c: CoordinatorTransaction) -> bool:
 def maybe_committed(v: DataVerdict) -> bool:
     """No coordinator transaction lists the partition, but the id's newest record is a
     CompleteCommit of the data's producer whose epoch fits it (v0/v1: the same; v2: one more):
-    the records of its set were compacted away, and this partition may have been in it."""
+    the records of its set were compacted away, and this partition may have been in it (not
+    when its PrepareCommit survives without the partition: ``DataVerdict.never_added``)."""
     step, t = v.moved_on, v.txn
-    return (step is not None and step.state == "CompleteCommit"
+    return (step is not None and step.state == "CompleteCommit" and not v.never_added
             and step.producer_id == t.producer_id and step.producer_epoch is not None
             and step.producer_epoch in (t.producer_epoch, t.producer_epoch + 1)
             and step.timestamp_ms + SKEW_MS >= t.last_timestamp)
