@@ -374,8 +374,8 @@ def one_copy_each(pdirs: Iterable[PartitionDir], problems: list[str], topic: str
         others = [str(d.path) for d in dirs if d is not best]
         if others:
             notes.append(f"{topic}-{partition}: {len(dirs)} copies (replicas); read "
-                         f"{best.path}, the newest leader epoch's (then the longest); not "
-                         f"read: {', '.join(others)}")
+                         f"{best.path}, the newest leader epoch's (then the longest, the "
+                         f"highest HW); not read: {', '.join(others)}")
     if len(notes) > MAX_COPY_NOTES:  # several brokers' log dirs: the normal case, said once
         problems.append(f"{topic}: {len(notes)} partitions have copies of several brokers "
                         "(replicas); the copy of the newest leader epoch of each was read "

@@ -7,7 +7,10 @@ replica would truncate against when it follows (``AbstractFetcherThread#truncate
 over the leader's ``LeaderEpochFileCache``): the copy with the newest leader epoch (a new
 leader records its epoch before it appends anything: ``Partition#makeLeader`` ->
 ``UnifiedLog#maybeAssignEpochStartOffset``), the longest when epochs tie (the clean election's
-choice among in-sync replicas), then the first in log-dir order. The other copies are
+choice among in-sync replicas), then the highest checkpointed high watermark (a follower's HW
+trails its leader's: it takes the leader's from each fetch response, ``UnifiedLog#
+maybeUpdateHighWatermark``; so of equal logs the leader's copy, whose HW decides the LSO), then
+the first in log-dir order. The other copies are
 followers: what they hold below their truncation point is the leader's log again, and what lies
 above it is truncated when they follow. Their transactions are therefore told once, from the
 authoritative copy (the coordinator's view, the join with it, the timeline, the
@@ -24,7 +27,7 @@ from kafkatx.errors import UnreadableFileError
 from kafkatx.formats.checkpoints import read_leader_epoch_checkpoint
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.semantics.leader_epochs import EpochCache
-from kafkatx.storage.discovery import PartitionDir
+from kafkatx.storage.discovery import PartitionDir, high_watermarks
 from kafkatx.storage.files import open_bytes
 
 TopicPartition = tuple[str, int]
@@ -47,6 +50,7 @@ class CopyPosition:
     pdir: PartitionDir
     cache: EpochCache
     log_end_offset: int
+    high_watermark: int | None = None  # replication-offset-checkpoint's
 
     @property
     def latest_leader_epoch(self) -> int:
@@ -108,21 +112,43 @@ def epoch_cache(pdir: PartitionDir, leo: int, problems: list[str]) -> EpochCache
                                    for epoch, base in zip(epochs, bases, strict=True))
 
 
-def position(pdir: PartitionDir, problems: list[str], leo: int | None = None) -> CopyPosition:
+def position(pdir: PartitionDir, problems: list[str], leo: int | None = None,
+             high_watermark: int | None = None) -> CopyPosition:
     end = log_end_offset(pdir, problems) if leo is None else leo
-    return CopyPosition(pdir=pdir, cache=epoch_cache(pdir, end, problems), log_end_offset=end)
+    return CopyPosition(pdir=pdir, cache=epoch_cache(pdir, end, problems), log_end_offset=end,
+                        high_watermark=high_watermark)
 
 
 def leader_of(copies: Sequence[CopyPosition]) -> CopyPosition:
-    """The authoritative copy: newest leader epoch, then longest, then the first given."""
-    return max(copies, key=lambda c: (c.latest_leader_epoch, c.log_end_offset))
+    """The authoritative copy: newest leader epoch, then longest, then the highest HW, then
+    the first given."""
+    return max(copies, key=lambda c: (c.latest_leader_epoch, c.log_end_offset,
+                                      -1 if c.high_watermark is None else c.high_watermark))
 
 
-def authoritative_copy(dirs: Sequence[PartitionDir], problems: list[str]) -> PartitionDir:
+HighWatermarks = dict[int, dict[TopicPartition, int]]  # id(log dir) -> its checkpoint
+
+
+def checkpointed_hw(pdir: PartitionDir, cache: HighWatermarks | None = None) -> int | None:
+    """The copy's ``replication-offset-checkpoint`` entry (None: no log dir, file or entry)."""
+    if pdir.log_dir is None:
+        return None
+    key = id(pdir.log_dir)
+    if cache is None or key not in cache:
+        found = high_watermarks(pdir.log_dir)
+        if cache is None:
+            return found.get((pdir.topic, pdir.partition))
+        cache[key] = found
+    return cache[key].get((pdir.topic, pdir.partition))
+
+
+def authoritative_copy(dirs: Sequence[PartitionDir], problems: list[str],
+                       hws: HighWatermarks | None = None) -> PartitionDir:
     """The copy among ``dirs`` (one partition's) that speaks for the partition."""
     if len(dirs) == 1:
         return dirs[0]
-    return leader_of([position(d, problems) for d in dirs]).pdir
+    return leader_of([position(d, problems, high_watermark=checkpointed_hw(d, hws))
+                      for d in dirs]).pdir
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +170,8 @@ def replica_sets(pdirs: Iterable[PartitionDir], problems: list[str]
     for p in pdirs:
         if p.is_live and p.log_dir is not None:
             groups.setdefault((p.topic, p.partition), []).append(p)
-    return {tp: ReplicaSet(copies=tuple(dirs), leader=authoritative_copy(dirs, problems))
+    hws: HighWatermarks = {}
+    return {tp: ReplicaSet(copies=tuple(dirs), leader=authoritative_copy(dirs, problems, hws))
             for tp, dirs in groups.items() if len(dirs) > 1}
 
 

@@ -86,9 +86,9 @@ def replay_command(
     if broker is None and copies > 1:
         err.print(f"{topic}-{partition} is in {copies} log dirs: replaying "
                   f"{pdir.log_dir.label if pdir.log_dir is not None else pdir.path}'s copy, the "
-                  "authoritative one (newest leader epoch, then longest), as a consumer of the "
-                  "leader reads it; --broker LABEL replays another", markup=False,
-                  highlight=False)
+                  "authoritative one (newest leader epoch, then longest, then highest HW), as a "
+                  "consumer of the leader reads it; --broker LABEL replays another",
+                  markup=False, highlight=False)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     start = log_start_offsets(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)

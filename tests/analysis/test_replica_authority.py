@@ -103,3 +103,22 @@ def test_the_newest_leaders_copies_speak_for_the_partitions(tmp_path: Path) -> N
     # each copy alone is what that broker's files say
     alone = inspect_paths([tmp_path / "broker-1"], options=options)
     assert {"stuck_prepare", "open_transaction"} <= {f.kind for f in alone.findings}
+
+
+def test_of_equal_logs_the_leaders_copy_has_the_highest_high_watermark(tmp_path: Path) -> None:
+    """coord-data-1 on a real cluster: the leader and its follower hold the same batches in the
+    same epoch, the follower's checkpoint an HW below the COMMIT marker (it learns the leader's
+    HW with its next fetch): the follower's copy alone has the transaction unreplicated (LSO
+    0), the partition's LSO is the leader's (3), whichever log dir comes first."""
+    for name, hw in (("broker-1", 2), ("broker-2", 3)):
+        b = LogDirBuilder(tmp_path / name)
+        p = b.partition("t", 1)
+        p.data(pid=PID, n=2, txn=True).commit(pid=PID, epoch=0).hw(hw)
+        b.build()
+        epochs(p, (0, 0))
+    result = inspect_paths([tmp_path])
+    ((comp,),) = [[c for c in result.replicas if c.topic == "t"]]
+    assert [(c.broker, c.role) for c in comp.copies] == [("broker-1", "in_sync"),
+                                                         ("broker-2", "authoritative")]
+    lso = {r.broker: (r.last_stable_offset, r.lso_source) for r in result.partitions}
+    assert lso == {"broker-1": (0, "unreplicated_transaction"), "broker-2": (3, "high_watermark")}

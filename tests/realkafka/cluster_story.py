@@ -244,7 +244,12 @@ def place(story: Story) -> None:
     warm.producer(bootstrap_servers=story.cluster.bootstrap, transactional_id="warm-up")
     warm.init()  # creates __transaction_state
     warm.close()
-    leaders = {p: m.leader for p, m in story.metadata("__transaction_state").items()}
+
+    def coordinator_leaders() -> dict[int, int] | None:
+        found = {p: m.leader for p, m in story.metadata("__transaction_state").items()}
+        return found if len(found) == TXN_PARTITIONS and min(found.values()) > 0 else None
+
+    leaders = wait_for("a leader for every __transaction_state partition", coordinator_leaders)
     story.tids["java"] = "coord-a"
     c = leaders[partition_for("coord-a", TXN_PARTITIONS)]
     story.coordinator = c

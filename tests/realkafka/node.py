@@ -8,6 +8,7 @@ tests: segments roll by time, retention and the cleaner look often, few coordina
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -204,8 +205,11 @@ class KafkaNode:
         return self.start()
 
     def copy_log_dir(self, dest: Path) -> Path:
-        """A copy of the log dir as an operator takes it (live if the node is running)."""
-        shutil.copytree(self.log_dir, dest, ignore_dangling_symlinks=True)
+        """A copy of the log dir as an operator takes it (live if the node is running): a
+        file the broker removes meanwhile (a checkpoint's ``.tmp`` renamed over the file, a
+        deleted segment) is not in the copy."""
+        shutil.copytree(self.log_dir, dest, ignore_dangling_symlinks=True,
+                        copy_function=_copy_if_still_there)
         return dest
 
 
@@ -281,6 +285,11 @@ class KafkaCluster:
         if len(self.nodes) == 1:
             return {self.nodes[0].node_id: self.nodes[0].copy_log_dir(dest)}
         return {n.node_id: n.copy_log_dir(dest / f"broker-{n.node_id}") for n in self.brokers}
+
+
+def _copy_if_still_there(src: str, dst: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.copy2(src, dst)
 
 
 def _random_cluster_id() -> str:
