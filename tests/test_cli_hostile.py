@@ -132,3 +132,30 @@ def test_dump_of_any_bytes_yields_items_and_problems_never_an_exception(
         if item["kind"] == "problem":
             assert item["message"] and isinstance(item["position"], int)
             assert 0 <= item["position"] <= len(content)
+
+
+@pytest.mark.parametrize("command", [["verify"], ["inspect"], ["lso"], ["dump"],
+                                     ["replay", "--topic", "t", "--partition", "0"]])
+def test_a_legacy_wrapper_whose_offsets_overflow_int32_is_a_located_finding(
+        tmp_path: Path, command: list[str]) -> None:
+    """A v0 gzip wrapper at offset 2^40 over inner offsets 0 and 1 (more than Kafka's int32
+    relative offsets): a corrupt_region at byte 0 of the segment, never an internal error."""
+    import struct
+
+    from kafkatx.formats.compression import Codec
+    from kafkatx.formats.legacy_message import build_legacy_entry
+
+    entry = build_legacy_entry(offset=1, magic=0, compression=Codec.GZIP,
+                               inner=[(None, b"a", 0), (None, b"b", 0)])
+    segment = tmp_path / "logdir" / "t-0" / "00000000000000000000.log"
+    segment.parent.mkdir(parents=True)
+    segment.write_bytes(struct.pack(">q", 2**40) + entry[8:])
+    before = snapshot_tree(tmp_path / "logdir")
+    proc = run(command[0], tmp_path / "logdir", *command[1:], timeout=60)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+    out = proc.stdout + proc.stderr
+    if command[0] in ("verify", "inspect", "dump"):
+        assert f"{segment}:0" in out or "t-0" in out, out
+        assert "int32" in out, out
+    assert_unchanged(tmp_path / "logdir", before)

@@ -379,6 +379,7 @@ def _inner_messages(
             base = wrapper.offset - last_relative
     else:
         base = 0  # v0 inner offsets are absolute
+    _check_offset_span(base + stored[0].offset, wrapper, path)
     return tuple(
         dataclasses.replace(
             m,
@@ -388,6 +389,25 @@ def _inner_messages(
         )
         for m in stored
     )
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _check_offset_span(first: int, wrapper: LegacyMessage, path: str | None) -> None:
+    """A wrapper's offsets (first inner .. its own) must fit a batch's int32 offset delta: Kafka's
+    ``LogSegment#ensureOffsetInRange`` refuses an offset more than ``Integer.MAX_VALUE`` past the
+    segment's base (``LogSegmentOffsetOverflowException``), so no broker can have written it."""
+    span = wrapper.offset - first
+    if not -INT32_MAX - 1 <= span <= INT32_MAX:
+        raise FormatError(
+            f"inner offsets from {first} to the wrapper offset {wrapper.offset} span {span} "
+            f"offsets, more than a segment's int32 relative offsets hold (Kafka's "
+            f"LogSegmentOffsetOverflowException)",
+            path=path,
+            position=wrapper.position,
+            field="offset",
+        )
 
 
 # --- building -----------------------------------------------------------------------------------

@@ -470,6 +470,33 @@ def test_v1_wrapper_offset_below_last_relative_offset() -> None:
     assert _parse0(_wrapper(compress(Codec.GZIP, inner), attributes=1, offset=4)).base_offset == 0
 
 
+@pytest.mark.parametrize(("magic", "inner_offsets", "wrapper_offset"), [
+    (0, [0, 1], 2**40),             # v0: absolute inner offsets far below the wrapper's
+    (1, [-(2**40), 0], 5),          # v1: relative offsets whose first lies 2^40 back
+    (0, [2**31 + 1, 2**31 + 2], 0),  # v0: inner offsets past the wrapper by more than int32
+])
+def test_inner_offsets_beyond_an_int32_delta_are_a_located_error(
+        magic: int, inner_offsets: list[int], wrapper_offset: int) -> None:
+    """LogSegment#ensureOffsetInRange: no broker writes a wrapper whose offsets span more than
+    an int32 delta; reading one is a FormatError at the wrapper, never an OverflowError."""
+    inner = b"".join(
+        struct.pack(">qi", o, 22) + build_legacy_message(magic=1, timestamp=1, value=b"")
+        for o in inner_offsets) if magic == 1 else b"".join(
+        struct.pack(">qi", o, 14) + build_legacy_message(magic=0, value=b"")
+        for o in inner_offsets)
+    msg = build_legacy_message(magic=magic, attributes=1, timestamp=1,
+                               value=compress(Codec.GZIP, inner, magic=magic))
+    err = _error(b"\x00" * 7 + struct.pack(">qi", wrapper_offset, len(msg)) + msg, 7)
+    assert err.field == "offset" and err.position == 7
+    assert "int32" in err.message and str(wrapper_offset) in err.message
+    # the largest span Kafka can hold still reads
+    inner = b"".join(struct.pack(">qi", o, 14) + build_legacy_message(magic=0, value=b"")
+                     for o in (0, 1))
+    msg = build_legacy_message(magic=0, attributes=1, value=compress(Codec.GZIP, inner, magic=0))
+    entry = _parse0(struct.pack(">qi", 2**31 - 1, len(msg)) + msg)
+    assert (entry.base_offset, entry.last_offset) == (0, 2**31 - 1)
+
+
 # --- robustness ---------------------------------------------------------------------------------
 
 
