@@ -549,7 +549,7 @@ def _state_findings(history: TransactionalIdHistory, reference_ms: int, given_no
         else:
             how = (f"at epoch {epoch}, {rules.EPOCH_EXHAUSTED - epoch} below "
                    f"{rules.EPOCH_EXHAUSTED} where Kafka treats the epoch as exhausted")
-        v2 = rules.supports_epoch_bump(value)
+        v2 = rules.supports_epoch_bump(value.client_transaction_version)
         then = ("under transactions v2 (one epoch per transaction) the coordinator moves the id "
                 "to a new producer id at epoch 0 at the next EndTxn" if v2 else
                 "under transactions v0/v1 the next InitProducerId moves the id to a new producer "

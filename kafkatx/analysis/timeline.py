@@ -264,7 +264,8 @@ def _new_txn(tid: str, v: TransactionLogValue, home: int
              ) -> CoordinatorTransaction:
     return CoordinatorTransaction(
         transactional_id=tid, producer_id=v.producer_id, coordinator_partition=home,
-        timeout_ms=v.transaction_timeout_ms, tv2=rules.supports_epoch_bump(v),
+        timeout_ms=v.transaction_timeout_ms,
+        tv2=rules.supports_epoch_bump(v.client_transaction_version),
         start_timestamp_ms=v.start_timestamp_ms)
 
 

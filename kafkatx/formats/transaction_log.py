@@ -196,43 +196,6 @@ _KAFKA_NAMES: dict[TransactionState, str] = {
     TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
 }
 
-_S = TransactionState
-# TransactionState's static validPreviousStates block (Kafka 4.x, with transactions v2).
-VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
-    _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
-    _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
-    _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
-    _S.PREPARE_ABORT: frozenset(
-        {_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
-    ),
-    _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
-    _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
-    _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT}),
-    _S.PREPARE_EPOCH_FENCE: frozenset({_S.ONGOING}),
-}
-# Entries of the table above that only transactions v2 added (an EndTxn(abort) "when unsure");
-# Kafka 3.x's Scala PrepareAbort allowed only Ongoing and PrepareEpochFence.
-TV2_ONLY_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
-    _S.PREPARE_ABORT: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
-}
-EXPIRATION_ALLOWED: frozenset[TransactionState] = frozenset(
-    {_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
-)
-
-
-def is_expiration_allowed(state: TransactionState | int) -> bool:
-    """``TransactionState#isExpirationAllowed``: only Empty, CompleteCommit, CompleteAbort."""
-    return state in EXPIRATION_ALLOWED
-
-
-def is_valid_transition(previous: TransactionState | int, new: TransactionState | int) -> bool:
-    """``new.validPreviousStates`` contains ``previous`` (unknown ids are never valid)."""
-    try:
-        return TransactionState(previous) in VALID_PREVIOUS_STATES[TransactionState(new)]
-    except ValueError:
-        return False
-
-
 def state_name(state_id: int) -> str:
     """Kafka's name for a status id, or ``Unknown(<id>)`` (Kafka itself would refuse to load)."""
     try:

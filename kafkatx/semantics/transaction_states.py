@@ -5,9 +5,9 @@ Mirrors ``TransactionMetadata`` (``transaction-coordinator``, Kafka 4.x): ``prep
 (``validProducerEpoch``, ``validProducerEpochBump``), and the epoch arithmetic of
 ``prepareIncrementProducerEpoch``, ``prepareProducerIdRotation``, ``prepareFenceProducerEpoch``,
 ``prepareAbortOrCommit`` and ``prepareComplete``, plus the transactions-v2 ``endTransaction`` of
-``TransactionCoordinator`` (an epoch fence followed by an EndTxn bump). The state table itself is
-``transaction_log.VALID_PREVIOUS_STATES`` (``TransactionState#validPreviousStates``), used here,
-never copied.
+``TransactionCoordinator`` (an epoch fence followed by an EndTxn bump). The state table
+(``TransactionState#validPreviousStates``, ``#isExpirationAllowed``) is defined here, once: the
+broker's coordinator and the forensic checks both use it.
 
 Only what the log shows can be checked: ``lastProducerEpoch`` is not stored (Kafka reads it
 back as -1), so the v2 checks on it become checks on the stored epochs. Checks Kafka itself makes
@@ -19,11 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkatx.formats.transaction_log import (
-    EXPIRATION_ALLOWED,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
-    TV2_ONLY_PREVIOUS_STATES,
-    VALID_PREVIOUS_STATES,
     TransactionLogValue,
     TransactionState,
     state_name,
@@ -43,6 +40,41 @@ _S = TransactionState
 _PREPARE = frozenset({_S.PREPARE_COMMIT, _S.PREPARE_ABORT})
 _COMPLETE = frozenset({_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT})
 
+# TransactionState's static validPreviousStates block (Kafka 4.x, with transactions v2).
+VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
+    _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
+    _S.PREPARE_ABORT: frozenset(
+        {_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
+    ),
+    _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
+    _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
+    _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT}),
+    _S.PREPARE_EPOCH_FENCE: frozenset({_S.ONGOING}),
+}
+# Entries of the table above that only transactions v2 added (an EndTxn(abort) "when unsure");
+# Kafka 3.x's Scala PrepareAbort allowed only Ongoing and PrepareEpochFence.
+TV2_ONLY_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
+    _S.PREPARE_ABORT: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+}
+EXPIRATION_ALLOWED: frozenset[TransactionState] = frozenset(
+    {_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
+)
+
+
+def is_expiration_allowed(state: TransactionState | int) -> bool:
+    """``TransactionState#isExpirationAllowed``: only Empty, CompleteCommit, CompleteAbort."""
+    return state in EXPIRATION_ALLOWED
+
+
+def is_valid_transition(previous: TransactionState | int, new: TransactionState | int) -> bool:
+    """``new.validPreviousStates`` contains ``previous`` (unknown ids are never valid)."""
+    try:
+        return TransactionState(previous) in VALID_PREVIOUS_STATES[TransactionState(new)]
+    except ValueError:
+        return False
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TransitionProblem:
@@ -59,13 +91,14 @@ def is_epoch_exhausted(epoch: int) -> bool:
     return epoch >= EPOCH_EXHAUSTED
 
 
-def supports_epoch_bump(value: TransactionLogValue) -> bool:
-    """``TransactionVersion#supportsEpochBump`` of the value's client transaction version (v2+).
+def supports_epoch_bump(client_transaction_version: int) -> bool:
+    """``TransactionVersion#supportsEpochBump``: transactions v2 (client transaction version 2+).
 
-    v0 values cannot store it (they read back as 0): a cluster writes v0 values only while its
-    ``transaction.version`` is 0, so transactions v2 cannot have been in use.
+    A v0 ``__transaction_state`` value cannot store the version (it reads back as 0): a cluster
+    writes v0 values only while its ``transaction.version`` is 0, so transactions v2 cannot have
+    been in use.
     """
-    return value.client_transaction_version >= 2
+    return client_transaction_version >= 2
 
 
 def _is_two_phase(value: TransactionLogValue) -> bool:
@@ -179,7 +212,7 @@ def _state_problem(old: TransactionLogValue, new: TransactionLogValue,
                    before: TransactionState, after: TransactionState) -> TransitionProblem | None:
     change = f"state change from {before.kafka_name} to {after.kafka_name}"
     if before in TV2_ONLY_PREVIOUS_STATES.get(after, frozenset()):
-        if supports_epoch_bump(new):
+        if supports_epoch_bump(new.client_transaction_version):
             return None
         if new.version == 0:
             return TransitionProblem(
@@ -289,7 +322,7 @@ def prepare_epochs(old: TransactionLogValue, new: TransactionLogValue) -> frozen
     abort = new.transaction_state is _S.PREPARE_ABORT
     fence_possible = abort and old.transaction_state is _S.ONGOING
     fenced = e if e >= SHORT_MAX else e + 1
-    if supports_epoch_bump(new):
+    if supports_epoch_bump(new.client_transaction_version):
         allowed = {e if (e >= SHORT_MAX and abort) else e + 1}
         if fence_possible:
             allowed.add(fenced if fenced >= SHORT_MAX else fenced + 1)
@@ -309,7 +342,8 @@ def _prepare_rules(old: TransactionLogValue, new: TransactionLogValue,
         allowed = prepare_epochs(old, new)
         if new.producer_epoch not in allowed:
             shown = " or ".join(str(e) for e in sorted(allowed))
-            version = "transactions v2" if supports_epoch_bump(new) else "transactions v0/v1"
+            version = ("transactions v2" if supports_epoch_bump(new.client_transaction_version)
+                       else "transactions v0/v1")
             out.append(_epoch_problem(
                 old, new, f"under {version} {after.kafka_name} after {before.kafka_name} "
                           f"carries epoch {shown}"))
@@ -320,7 +354,7 @@ def _prepare_rules(old: TransactionLogValue, new: TransactionLogValue,
                     f"transaction had {_show(_partitions(old))} (completeTransitionTo requires "
                     "the same set)"))
     out.extend(_timeout_problem(old, new))
-    empty_abort = (after is _S.PREPARE_ABORT and supports_epoch_bump(new)
+    empty_abort = (after is _S.PREPARE_ABORT and supports_epoch_bump(new.client_transaction_version)
                    and before in EXPIRATION_ALLOWED)
     if new.start_timestamp_ms != old.start_timestamp_ms and not empty_abort:
         out.append(TransitionProblem(
@@ -336,7 +370,7 @@ def _complete_rules(old: TransactionLogValue, new: TransactionLogValue) -> list[
     # producer id becomes nextProducerId and the epoch 0 (validProducerEpoch's overflow case).
     if new.producer_id == old.producer_id and new.producer_epoch == old.producer_epoch:
         return _timeout_problem(old, new)
-    rotation = (supports_epoch_bump(new) and new.producer_epoch == 0
+    rotation = (supports_epoch_bump(new.client_transaction_version) and new.producer_epoch == 0
                 and new.producer_id != old.producer_id)
     out: list[TransitionProblem] = []
     if not rotation:

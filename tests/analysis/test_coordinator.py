@@ -14,7 +14,6 @@ from kafkatx.analysis.coordinator import CoordinatorView, read_coordinator
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.transaction_log import (
-    VALID_PREVIOUS_STATES,
     TransactionLogKey,
     TransactionLogValue,
     TransactionState,
@@ -24,6 +23,7 @@ from kafkatx.formats.transaction_log import (
 )
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import java_string_hashcode, partition_for
+from kafkatx.semantics.transaction_states import VALID_PREVIOUS_STATES
 from kafkatx.storage.segment_writer import PartitionWriter
 
 S = TransactionState

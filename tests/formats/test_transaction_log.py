@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.transaction_log import (
-    EXPIRATION_ALLOWED,
-    VALID_PREVIOUS_STATES,
     VALUE_TAGS,
     TransactionLogKey,
     TransactionLogValue,
@@ -20,10 +18,14 @@ from kafkatx.formats.transaction_log import (
     TxnTopicPartitions,
     build_key,
     build_value,
-    is_expiration_allowed,
-    is_valid_transition,
     parse_key,
     parse_value,
+)
+from kafkatx.semantics.transaction_states import (
+    EXPIRATION_ALLOWED,
+    VALID_PREVIOUS_STATES,
+    is_expiration_allowed,
+    is_valid_transition,
 )
 from tests.formats.roundtrip import assert_roundtrip
 

@@ -43,7 +43,6 @@ from kafkatx.broker.coordinators.txn_metadata import (
     TopicPartition,
     TransactionMetadata,
     TxnTransitMetadata,
-    supports_epoch_bump,
 )
 from kafkatx.broker.faults import crash
 from kafkatx.broker.logs.partition_log import AppendError, PartitionLog
@@ -57,12 +56,16 @@ from kafkatx.formats.transaction_log import (
     TransactionState,
     build_key,
     build_value,
-    is_expiration_allowed,
     parse_key,
     parse_value,
 )
 from kafkatx.semantics.coordinator_partition import partition_for
-from kafkatx.semantics.transaction_states import SHORT_MAX, is_epoch_exhausted
+from kafkatx.semantics.transaction_states import (
+    SHORT_MAX,
+    is_epoch_exhausted,
+    is_expiration_allowed,
+    supports_epoch_bump,
+)
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext

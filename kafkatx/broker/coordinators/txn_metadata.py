@@ -5,7 +5,7 @@ v2 of KIP-890: a client transaction version of 2 bumps the epoch at every Prepar
 PrepareAbort and rotates to the next producer id when the epoch is exhausted): each
 ``prepare_*`` method returns the target of a transition and marks it pending
 (``prepareTransitionTo``), ``complete_transition_to`` applies it once the value is in the log
-(``completeTransitionTo``). The state table is ``transaction_log.VALID_PREVIOUS_STATES``; the
+(``completeTransitionTo``). The state table is :mod:`kafkatx.semantics.transaction_states`'s; the
 consistency checks of ``completeTransitionTo`` are the ones in
 :mod:`kafkatx.semantics.transaction_states`, applied to the value about to be written against
 the last value written for this id, so what the broker writes is what the forensic checks accept.
@@ -21,7 +21,6 @@ from kafkatx.formats.transaction_log import (
     TransactionLogValue,
     TransactionState,
     TxnTopicPartitions,
-    is_valid_transition,
 )
 from kafkatx.semantics.transaction_states import (
     ERROR,
@@ -30,6 +29,8 @@ from kafkatx.semantics.transaction_states import (
     check_transition,
     check_value,
     is_epoch_exhausted,
+    is_valid_transition,
+    supports_epoch_bump,
 )
 
 S = TransactionState
@@ -39,11 +40,6 @@ TopicPartition = tuple[str, int]
 def log_value_version(transaction_version: int) -> int:
     """``TransactionVersion#transactionLogValueVersion``: flexible v1 values from TV1 on."""
     return 1 if transaction_version >= 1 else 0
-
-
-def supports_epoch_bump(client_transaction_version: int) -> bool:
-    """``TransactionVersion#supportsEpochBump``: transactions v2."""
-    return client_transaction_version >= 2
 
 
 class IllegalTransitionError(Exception):
