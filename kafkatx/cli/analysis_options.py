@@ -169,12 +169,15 @@ class AnalysisCliOptions:
     manifest: Path | None = None
     engine: EngineCliOptions = EngineCliOptions()
 
+    validate_records: bool = False  # verify: every record of every batch decoded
+
     @property
     def engine_options(self) -> AnalysisOptions:
         return AnalysisOptions(now_ms=self.now_ms,
                                transaction_timeout_ms=self.transaction_timeout_ms,
                                max_transaction_timeout_ms=self.max_transaction_timeout_ms,
-                               transaction_state_partitions=self.transaction_state_partitions)
+                               transaction_state_partitions=self.transaction_state_partitions,
+                               validate_records=self.validate_records)
 
 
 max_transaction_timeout_option = click.option(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -25,11 +26,12 @@ def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                    analysis: AnalysisCliOptions) -> None:
     """Run every check; exit status 1 when any error-severity finding exists, else 0.
 
-    Checks: CRCs, truncation, offsets, indexes, the .txnindex against the log's aborts,
-    snapshots against the rebuilt producer state, sequences, duplicates, stale epochs
-    (zombies), markers, open and pinning transactions. Warnings and info never fail.
+    Checks: CRCs, truncation, every record of every batch decoded, offsets, indexes, the
+    .txnindex against the log's aborts, snapshots against the rebuilt producer state,
+    sequences, duplicates, stale epochs (zombies), markers, open and pinning transactions.
+    Warnings and info never fail.
     """
-    result = run_inspection(paths, analysis)
+    result = run_inspection(paths, dataclasses.replace(analysis, validate_records=True))
     counts = severity_counts(result.findings)
     partitions = len(result.partitions)
     failed = counts[ERROR] > 0

@@ -42,6 +42,7 @@ from kafkatx.engines.partition_files import partition_file_findings, root_checkp
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
+from kafkatx.formats.record_validation import record_problems
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import read_txn_index
@@ -76,6 +77,8 @@ class AnalysisOptions:
     max_timeout_said: str = "--max-transaction-timeout-ms"
     # transaction.state.log.num.partitions; None: detected from the evidence
     transaction_state_partitions: int | None = None
+    # Decode every record of every v2 batch (verify): undecodable ones are invalid_batch
+    validate_records: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -116,6 +119,16 @@ def _read_index(
 def _scan(path: Path) -> SegmentScan:
     with open_bytes(path) as data:
         return scan_segment(data, path=str(path))
+
+
+def _with_record_problems(path: Path, scan: SegmentScan) -> SegmentScan:
+    """``scan`` with an ``invalid_batch`` problem for each batch whose records do not decode."""
+    with open_bytes(path) as data:
+        found = record_problems(data, scan)
+    if not found:
+        return scan
+    return replace(scan, problems=tuple(sorted((*scan.problems, *found),
+                                               key=lambda p: p.position)))
 
 
 class _LastScan:
@@ -188,6 +201,8 @@ def analyze_partition(
         if seg.log is None:
             continue
         scan = scan_of(seg.log)
+        if options.validate_records:
+            scan = _with_record_problems(seg.log, scan)
         size += scan.size
         if progress is not None:
             progress(scan.size)

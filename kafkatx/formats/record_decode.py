@@ -72,3 +72,21 @@ def read_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *
     if fast is not None:
         return fast
     return list(iter_records(buf, pos, parse_header(buf, pos, path=path), path=path))
+
+
+def check_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *,
+                     path: str | None = None) -> None:
+    """Raise the ``FormatError`` :func:`read_records_at` would for the batch at ``row``, without
+    building its records (the C decoder's rows are dropped; a batch it hands over is walked
+    by ``iter_records``)."""
+    pos = int(headers.position[row])
+    attributes = int(headers.attributes[row])
+    if _decode is not None:
+        data, _ = payload_at(buf, pos, int(headers.batch_length[row]) + 12,
+                             attributes & COMPRESSION_MASK, path)
+        if _decode(data, int(headers.records_count[row]), int(headers.base_offset[row]),
+                   int(headers.base_timestamp[row]), int(headers.max_timestamp[row]),
+                   bool(attributes & TIMESTAMP_TYPE_MASK)) is not None:
+            return
+    for _ in iter_records(buf, pos, parse_header(buf, pos, path=path), path=path):
+        pass

@@ -54,7 +54,8 @@ def segment(data: bytes) -> None:
     from kafkatx.analysis.dump import DumpFilter, _scan_items, legacy_batch_dict
     from kafkatx.formats.legacy_message import LegacyEntry
     from kafkatx.formats.record_batch import RecordBatch
-    from kafkatx.formats.record_decode import read_records_at
+    from kafkatx.formats.record_decode import check_records_at, read_records_at
+    from kafkatx.formats.record_validation import record_problems
     from kafkatx.formats.segment import SegmentProblem, iter_segment
     from kafkatx.formats.segment_scan import scan_segment
 
@@ -67,10 +68,17 @@ def segment(data: bytes) -> None:
     h = scan.headers
     for row in range(len(h)):
         if int(h.magic[row]) == 2 and bool(h.crc_valid[row]):
-            try:
-                read_records_at(data, h, row, path="fuzz.log")
-            except FormatError as exc:
-                assert exc.position is None or 0 <= exc.position <= len(data), exc
+            errors = []
+            for decode in (read_records_at, check_records_at):
+                try:
+                    decode(data, h, row, path="fuzz.log")
+                except FormatError as exc:
+                    assert exc.position is None or 0 <= exc.position <= len(data), exc
+                    errors.append(str(exc))
+                else:
+                    errors.append(None)
+            assert errors[0] == errors[1], errors
+    record_problems(data, scan)
     entries = []
     for entry in iter_segment(data, path="fuzz.log", decode_records=True):
         if isinstance(entry, SegmentProblem):
@@ -227,8 +235,9 @@ _LOGDIR: list[Path] = []
 def partition_dir(data: bytes) -> None:
     """A whole partition (a segment and its ``.index`` / ``.timeindex`` / ``.txnindex``, cut
     from the input by its first bytes) through ``inspect``'s analysis: the producer-state
-    replay, the LSO, every check. What ``verify`` does with a damaged copy, minus the CLI."""
-    from kafkatx.engines.local import inspect_paths
+    replay, the LSO, every check, every record decoded: what ``verify`` does with a damaged
+    copy, minus the CLI."""
+    from kafkatx.engines.local import AnalysisOptions, inspect_paths
 
     if not _LOGDIR:
         _LOGDIR.append(Path(tempfile.mkdtemp(prefix="kafkatx-fuzz-")))
@@ -250,7 +259,7 @@ def partition_dir(data: bytes) -> None:
     for suffix, piece in pieces.items():
         (part / f"00000000000000000000{suffix}").write_bytes(piece)
     try:
-        result = inspect_paths([_LOGDIR[0]])
+        result = inspect_paths([_LOGDIR[0]], options=AnalysisOptions(validate_records=True))
     except KafkatxError:
         return
     for finding in result.findings:
@@ -278,6 +287,7 @@ def preload() -> None:
     import kafkatx.formats.producer_snapshot
     import kafkatx.formats.quorum_state
     import kafkatx.formats.record_decode
+    import kafkatx.formats.record_validation
     import kafkatx.formats.segment_scan
     import kafkatx.formats.time_index
     import kafkatx.formats.transaction_log
