@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kafkatx.broker.coordinators.coordinator_log import build_batch as build_coordinator_batch  # noqa: E402
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog  # noqa: E402
+from kafkatx.broker.logs.log_values import LogConfig  # noqa: E402
+from kafkatx.broker.logs.partition_log import PartitionLog  # noqa: E402
 from kafkatx.formats.record_batch import Record, build_batch  # noqa: E402
 from kafkatx.formats.transaction_log import (  # noqa: E402
     TransactionLogKey,

@@ -59,7 +59,6 @@ KNOWN_OVERSIZED: set[str] = {
     "kafkatx/analysis/timeline.py",
     "kafkatx/broker/coordinators/group_coordinator.py",
     "kafkatx/broker/coordinators/txn_coordinator.py",
-    "kafkatx/broker/logs/partition_log.py",
 }
 
 

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from kafkatx.broker.composition import build_broker
 from kafkatx.broker.config.broker_config import BrokerConfig
-from kafkatx.broker.logs.partition_log import AppendResult, PartitionLog
+from kafkatx.broker.logs.log_values import AppendResult
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.protocol.server import Broker
 from kafkatx.formats.consumer_offsets import parse_key as parse_group_key
 from kafkatx.formats.consumer_offsets import parse_value as parse_group_value

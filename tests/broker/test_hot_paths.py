@@ -19,7 +19,8 @@ from kio.schema.index import api_key_map
 from kio.serial import entity_writer
 
 from kafkatx.broker.logs.batch_header import read_header
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.protocol.produce_response import (
     FIRST_VERSION,
     LAST_VERSION,

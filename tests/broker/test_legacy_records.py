@@ -15,7 +15,7 @@ from kafkatx.broker.logs.legacy_records import (
     down_convert,
     up_convert,
 )
-from kafkatx.broker.logs.partition_log import AppendError
+from kafkatx.broker.logs.log_values import AppendError
 from kafkatx.formats.legacy_message import build_legacy_entry, parse_legacy_entry
 from kafkatx.formats.record_batch import (
     Record,

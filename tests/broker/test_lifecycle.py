@@ -25,7 +25,8 @@ import pytest
 
 from kafkatx.broker.config.broker_config import BrokerConfig
 from kafkatx.broker.logdir.log_manager import LogManager
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.formats.record_batch import Record, build_batch
 from tests.broker.kafkatx_cli import verify
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from kafkatx.broker.logdir.log_cleaner import clean_log
 from kafkatx.broker.logs.batch_header import split_batches
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.logs.segment_swap import recover_interrupted_swaps
 from kafkatx.formats.record_batch import Record, build_batch, parse_batch
 

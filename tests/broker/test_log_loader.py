@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.formats.record_batch import Record, build_batch, iter_key_values, iter_records
 from kafkatx.formats.record_batch import parse_header as parse_batch_header
 from kafkatx.semantics.read_committed import IsolationLevel

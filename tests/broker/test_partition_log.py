@@ -8,7 +8,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.batch_header import split_batches
-from kafkatx.broker.logs.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
+from kafkatx.broker.logs.log_values import AppendError, LogConfig
+from kafkatx.broker.logs.partition_log import LogLoadError, PartitionLog
 from kafkatx.formats.producer_snapshot import read_producer_snapshot
 from kafkatx.formats.record_batch import Record, build_batch, parse_batch
 from kafkatx.formats.txn_index import read_txn_index

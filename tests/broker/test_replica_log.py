@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.formats.checkpoints import read_leader_epoch_checkpoint
 from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.txn_index import read_txn_index

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.formats.producer_snapshot import snapshot_file_name
 from kafkatx.semantics.read_committed import IsolationLevel
 from tests.broker.kafkatx_cli import replay_visible, verify

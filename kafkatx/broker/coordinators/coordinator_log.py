@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.logs.partition_log import AppendError, AppendResult
+from kafkatx.broker.logs.log_values import AppendError, AppendResult
 from kafkatx.formats.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, Record
 from kafkatx.formats.record_batch import build_batch as _build_batch
 from kafkatx.semantics.producer_state import AppendOrigin

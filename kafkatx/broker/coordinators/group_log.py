@@ -20,7 +20,7 @@ from kafkatx.broker.coordinators.groups import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from kafkatx.broker.logs.partition_log import StoredBatch
+from kafkatx.broker.logs.log_values import StoredBatch
 from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_offsets import (
     GroupMember,

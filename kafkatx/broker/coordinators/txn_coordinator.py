@@ -45,7 +45,8 @@ from kafkatx.broker.coordinators.txn_metadata import (
     TxnTransitMetadata,
 )
 from kafkatx.broker.faults import crash
-from kafkatx.broker.logs.partition_log import AppendError, PartitionLog
+from kafkatx.broker.logs.log_values import AppendError
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.errors import FormatError
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC

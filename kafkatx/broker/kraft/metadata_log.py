@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkatx.broker.logs.files import atomic_write, fsync_dir
-from kafkatx.broker.logs.partition_log import LogConfig, PartitionLog
+from kafkatx.broker.logs.log_values import LogConfig
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.errors import FormatError
 from kafkatx.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,

@@ -36,7 +36,8 @@ from kafkatx.broker.kraft.controller import BROKER_RESOURCE, Controller
 from kafkatx.broker.kraft.metadata_log import METADATA_DIR, KRaftMetadataLog
 from kafkatx.broker.log_loader import LoadProgress
 from kafkatx.broker.logs.files import atomic_write, create_if_missing
-from kafkatx.broker.logs.partition_log import AppendError, LogConfig, LogLoadError, PartitionLog
+from kafkatx.broker.logs.log_values import AppendError, LogConfig
+from kafkatx.broker.logs.partition_log import LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,

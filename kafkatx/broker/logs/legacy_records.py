@@ -23,7 +23,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split_batches
-from kafkatx.broker.logs.partition_log import AppendError
+from kafkatx.broker.logs.log_values import AppendError
 from kafkatx.errors import FormatError
 from kafkatx.formats.batch_layout import (
     FRAME,

@@ -11,26 +11,25 @@ Kafka's in-place path rewrites. A single node is its own ISR, so the high waterm
 end offset after every append. Producer state, duplicate detection and the LSO come from
 :mod:`kafkatx.semantics.producer_state`; files are written through
 :class:`kafkatx.storage.segment_writer.PartitionWriter` and the ``kafkatx.formats`` builders.
+The replication side (:mod:`~kafkatx.broker.logs.log_replication`) and the reads
+(:mod:`~kafkatx.broker.logs.log_reads`) are mixins in modules of their own; what appends and
+reads return is in :mod:`~kafkatx.broker.logs.log_values`.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.config.broker_config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.log_loader import (
     LoadedLog,
     LoadProgress,
     LogLoader,
     LogLoadError,
-    replay,
     snapshot_offsets,
 )
 from kafkatx.broker.logs.batch_header import (
@@ -44,27 +43,26 @@ from kafkatx.broker.logs.batch_header import (
     split_batches,
 )
 from kafkatx.broker.logs.files import atomic_write
-from kafkatx.broker.logs.log_segment import BatchTable, LogSegment, modified_ms
-from kafkatx.errors import FormatError
-from kafkatx.formats.checkpoints import (
-    LEADER_EPOCH_CHECKPOINT_FILE,
-    EpochEntry,
-    build_leader_epoch_checkpoint,
-    read_leader_epoch_checkpoint,
+from kafkatx.broker.logs.log_reads import LogReads
+from kafkatx.broker.logs.log_replication import LogReplication
+from kafkatx.broker.logs.log_segment import BatchTable, LogSegment
+from kafkatx.broker.logs.log_values import (
+    _PRODUCER_STATE_ERRORS,
+    HIGH_WATERMARK,
+    NO_TIMESTAMP,
+    AppendError,
+    AppendResult,
+    LogConfig,
 )
+from kafkatx.errors import FormatError
 from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
 from kafkatx.formats.record_batch import (
     ControlType,
-    Record,
-    RecordBatch,
     build_control_batch,
-    iter_key_values,
     iter_records,
-    parse_batch,
     parse_header,
 )
-from kafkatx.formats.segment_scan import scan_segment
-from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
+from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.cleaner_selection import segment_range
 from kafkatx.semantics.leader_epochs import EpochCache
 from kafkatx.semantics.log_retention import (
@@ -75,116 +73,18 @@ from kafkatx.semantics.log_retention import (
 )
 from kafkatx.semantics.producer_state import (
     AppendOrigin,
-    CompletedTxn,
-    InvalidProducerEpochError,
-    InvalidTxnStateError,
-    OutOfOrderSequenceError,
     ProducerStateError,
     ProducerStateManager,
-    TransactionCoordinatorFencedError,
-    last_stable_offset,
 )
 from kafkatx.semantics.read_committed import (
-    AbortedTransaction,
-    IsolationLevel,
     collect_aborted_entries,
-    collect_aborted_transactions,
-    max_fetch_offset,
 )
 from kafkatx.storage.segment_writer import PartitionWriter, segment_name
-
-EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-NO_TIMESTAMP = -1
-HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
-_CACHED_TABLES = 8
-
-_PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
-    OutOfOrderSequenceError: ErrorCode.out_of_order_sequence_number,
-    InvalidProducerEpochError: ErrorCode.invalid_producer_epoch,
-    InvalidTxnStateError: ErrorCode.invalid_txn_state,
-    TransactionCoordinatorFencedError: ErrorCode.transaction_coordinator_fenced,
-}
-
 
 __all__ = ["AppendError", "LogConfig", "LogLoadError", "PartitionLog"]
 
 
-class AppendError(Exception):
-    """An append the leader refuses, with the Kafka error code its exception maps to;
-    ``record_errors`` (batch index, message) for a ``RecordValidationException``, which Kafka
-    answers with the partition's log start offset (``ReplicaManager#appendToLocalLog``)."""
-
-    def __init__(self, error: ErrorCode, message: str, *,
-                 record_errors: tuple[tuple[int, str | None], ...] = (),
-                 log_start_offset: int = -1) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-        self.record_errors = record_errors
-        self.log_start_offset = log_start_offset
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogConfig:
-    """The topic configs this log acts on (``LogConfig``)."""
-
-    segment_bytes: int
-    max_message_bytes: int
-    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
-    segment_ms: int = DEFAULT_SEGMENT_MS  # segment.ms (log.roll.ms)
-    delete: bool = True  # cleanup.policy includes "delete" (LogConfig#delete)
-    compact: bool = False  # cleanup.policy includes "compact" (LogConfig#compact)
-    retention_ms: int = 604_800_000  # retention.ms (-1: no time limit)
-    retention_bytes: int = -1  # retention.bytes (-1: no size limit)
-    delete_retention_ms: int = 86_400_000  # delete.retention.ms (tombstones, markers)
-    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
-    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
-    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppendResult:
-    """``LogAppendInfo`` as the produce response needs it."""
-
-    first_offset: int
-    last_offset: int
-    log_append_time: int
-    log_start_offset: int
-    duplicate: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadResult:
-    """``LogReadInfo``: bytes (possibly ending in a partial batch, as Kafka's slice can) and
-    offsets; ``aborted_transactions`` is None unless the read was read_committed;
-    ``first_entry_incomplete`` when the first batch did not fit (``FetchDataInfo``)."""
-
-    records: bytes
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    aborted_transactions: list[AbortedTransaction] | None
-    first_entry_incomplete: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndTimestamp:
-    offset: int
-    timestamp: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredBatch:
-    """One batch as stored: its header (position in ``data``) and its bytes."""
-
-    header: BatchHeader
-    data: bytes
-
-
-class PartitionLog:
+class PartitionLog(LogReplication, LogReads):
     """A partition's log as its (only) leader sees it."""
 
     def __init__(
@@ -506,400 +406,6 @@ class PartitionLog:
             self.producer_state.on_high_watermark_updated(self.high_watermark)
         elif self.on_append is not None:
             self.on_append()
-
-    # -- replication (leader epochs, follower appends, truncation) ------------------------------
-
-    def load_epoch_cache(self) -> EpochCache:
-        """``LeaderEpochFileCache`` read from ``leader-epoch-checkpoint`` (empty if absent)."""
-        path = self.dir / LEADER_EPOCH_CHECKPOINT_FILE
-        cache = EpochCache()
-        if path.exists():
-            read = read_leader_epoch_checkpoint(path.read_bytes(), path=str(path))
-            cache = EpochCache([(e.epoch, e.start_offset) for e in read.entries])
-        self.epochs = cache
-        return cache
-
-    def _write_epoch_cache(self) -> None:
-        assert self.epochs is not None
-        atomic_write(self.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
-            [EpochEntry(epoch=e, start_offset=o) for e, o in self.epochs.entries]))
-
-    def assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """``LeaderEpochFileCache#assign`` (``UnifiedLog#maybeAssignEpochStartOffset``), the
-        checkpoint file rewritten when the cache changed."""
-        cache = self.epochs if self.epochs is not None else self.load_epoch_cache()
-        before = list(cache.entries)
-        cache.assign(epoch, start_offset)
-        if cache.entries != before:
-            self._write_epoch_cache()
-
-    def truncate_epochs_from_start(self) -> None:
-        """``LeaderEpochFileCache#truncateFromStart`` at the log start offset: epochs wholly
-        below it go, the one holding it starts there."""
-        assert self.epochs is not None
-        start = self.log_start_offset
-        kept = [(e, s) for e, s in self.epochs.entries if s >= start]
-        below = [(e, s) for e, s in self.epochs.entries if s < start]
-        if below and (not kept or kept[0][1] > start):
-            kept.insert(0, (below[-1][0], start))
-        if kept != self.epochs.entries:
-            self.epochs.entries = kept
-            self._write_epoch_cache()
-
-    def update_high_watermark(self, high_watermark: int) -> bool:
-        """``UnifiedLog#updateHighWatermark``: clamped to [log start, log end]; producer state
-        learns it (``ProducerStateManager#onHighWatermarkUpdated``). True when it moved."""
-        hw = max(self.log_start_offset, min(high_watermark, self.log_end_offset))
-        if hw == self.high_watermark:
-            return False
-        self.high_watermark = hw
-        self.producer_state.on_high_watermark_updated(hw)
-        return True
-
-    def append_as_follower(self, records: bytes, now_ms: int) -> int:
-        """``UnifiedLog#appendAsFollower``: the leader's batches stored byte for byte at the
-        offsets they carry (no offset assignment, no validation beyond framing and order);
-        producer state through the same core as the loader's replay (origin REPLICATION,
-        :func:`kafkatx.broker.log_loader.replay`), a ``.txnindex`` entry for each abort, the
-        leader epoch cache from each batch's partition leader epoch. Unlike Kafka, which rolls
-        by the size of the whole fetched chunk, each batch is rolled as the leader rolled it,
-        so the segment files stay byte-identical to the leader's. Returns the number of
-        batches appended; ``AppendError`` OFFSET_OUT_OF_RANGE when the first batch does not
-        start at the log end offset (``UnexpectedAppendOffsetException``)."""
-        try:
-            headers, valid = split_batches(records)
-        except BatchFrameError as exc:
-            raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
-        if not headers:
-            return 0
-        scan = scan_segment(memoryview(records)[:valid])
-        for h in headers:
-            if h.base_offset != self.log_end_offset:
-                raise AppendError(ErrorCode.offset_out_of_range,
-                                  f"{self.name}: the leader's batch at offset {h.base_offset} "
-                                  f"does not follow the log end offset {self.log_end_offset}")
-            self._maybe_roll(h.size, h.max_timestamp, now_ms)
-            self._write(records[h.position:h.position + h.size], h.base_offset, h.last_offset,
-                        h.max_timestamp)
-            self.assign_epoch(h.partition_leader_epoch, h.base_offset)
-            aborted: list[AbortedTxnEntry] = []
-            replay(self.producer_state, scan, h.base_offset, h.base_offset + 1, aborted,
-                   advance_high_watermark=False)
-            for entry in aborted:
-                self._add_txn_index_entry(entry)
-            self._after_append(h.last_offset)
-        return len(headers)
-
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """``UnifiedLog#truncateFullyAndStartAt``: every segment and snapshot deleted, an empty
-        log starting at ``offset`` (a follower whose leader's log starts past its end)."""
-        self.writer.release()
-        for seg in self.segments:
-            seg.close()
-            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
-                seg.file(suffix).unlink(missing_ok=True)
-        for snap in snapshot_offsets(self.dir):
-            (self.dir / snapshot_file_name(snap)).unlink(missing_ok=True)
-        self.writer = PartitionWriter(self.dir, segment_bytes=self.config.segment_bytes,
-                                      keep_open=True)
-        self.writer.log_end_offset = offset
-        self.segments, self._bases, self._tables = [], [], []
-        self.producer_state.truncate_fully_and_start_at(offset)
-        self.log_start_offset = self.log_end_offset = self.high_watermark = offset
-        self.recovery_point = offset
-        self._roll(offset)
-        if self.epochs is not None:
-            self.epochs.entries = []
-            self._write_epoch_cache()
-
-    def truncate_to(self, offset: int, now_ms: int | None = None) -> None:
-        """``UnifiedLog#truncateTo``: drop every offset at or above ``offset``. Segments above it
-        are deleted, the one holding it cut at its first batch at or past it; the log is then
-        reloaded by ``LogLoader`` recovering from that segment (indexes, ``.txnindex`` and
-        producer state rebuilt from the newest snapshot below the cut, as
-        ``UnifiedLog#loadProducerState`` does), the leader epoch cache truncated from the end
-        (``LeaderEpochFileCache#truncateFromEnd``) and the high watermark kept at most there."""
-        if offset >= self.log_end_offset:
-            return
-        offset = max(offset, self.log_start_offset)
-        hw = min(self.high_watermark, offset)
-        self.writer.release()
-        for seg in self.segments:
-            if seg.base_offset > offset or (seg.base_offset == offset
-                                            and seg is not self.segments[0]):
-                seg.close()
-                for suffix in (".log", ".index", ".timeindex", ".txnindex"):
-                    seg.file(suffix).unlink(missing_ok=True)
-                continue
-            table = self._batches_of(seg)
-            i = bisect.bisect_left(table.last, offset)
-            if i < len(table):
-                cut = table.position[i]  # LogSegment#truncateTo: the whole batch holding it
-                seg.close()
-                with open(seg.path, "r+b") as f:
-                    f.truncate(cut)
-                for suffix in (".index", ".timeindex"):
-                    seg.file(suffix).unlink(missing_ok=True)
-            seg.close()
-        for snap in snapshot_offsets(self.dir):
-            if snap > offset:
-                (self.dir / snapshot_file_name(snap)).unlink(missing_ok=True)
-        self.writer = PartitionWriter(self.dir, segment_bytes=self.config.segment_bytes,
-                                      keep_open=True)
-        self.segments, self._bases, self._tables = [], [], []
-        follows = self.high_watermark_follows_log_end
-        self.open(self.log_start_offset, recovery_point=min(self.recovery_point, offset),
-                  had_clean_shutdown=False, now_ms=now_ms)
-        self.high_watermark_follows_log_end = follows
-        self.high_watermark = min(hw, self.log_end_offset)
-        if self.epochs is not None:
-            before = list(self.epochs.entries)
-            self.epochs.truncate_from_end(self.log_end_offset)
-            if self.epochs.entries != before:
-                self._write_epoch_cache()
-
-    def _append_txn_index(self, completed: CompletedTxn, lso: int) -> None:
-        """``LogSegment#updateTxnIndex``: the segment holding the marker gets the entry."""
-        self._add_txn_index_entry(AbortedTxnEntry(
-            producer_id=completed.producer_id, first_offset=completed.first_offset,
-            last_offset=completed.last_offset, last_stable_offset=lso))
-
-    def _add_txn_index_entry(self, entry: AbortedTxnEntry) -> None:
-        seg = self.segments[-1]
-        seg.aborted.append(entry)
-        with open(self.dir / segment_name(seg.base_offset, ".txnindex"), "ab") as f:
-            f.write(build_txn_index([entry]))
-
-    # -- reads -------------------------------------------------------------------------------
-
-    @property
-    def last_stable_offset(self) -> int:
-        """``UnifiedLog#maybeIncrementFirstUnstableOffset`` keeps the first unstable offset at or
-        above the log start offset."""
-        first_unstable = self.producer_state.first_unstable_offset()
-        if first_unstable is not None:
-            first_unstable = max(first_unstable, self.log_start_offset)
-        return last_stable_offset(first_unstable, self.high_watermark)
-
-    def read(
-        self,
-        fetch_offset: int,
-        max_bytes: int,
-        isolation: IsolationLevel,
-        *,
-        min_one_message: bool,
-        log_end: bool = False,
-    ) -> ReadResult:
-        """``UnifiedLog#read`` + ``LocalLog#read`` for a consumer, or with ``log_end`` for a
-        follower (``FetchIsolation.LOG_END``: up to the log end offset); raises
-        ``AppendError`` with OFFSET_OUT_OF_RANGE outside [log start, log end]."""
-        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
-            raise AppendError(ErrorCode.offset_out_of_range,
-                              f"Received request for offset {fetch_offset} for partition "
-                              f"{self.name}, but we only have log segments in the range "
-                              f"{self.log_start_offset} to {self.log_end_offset}.")
-        hw = self.high_watermark
-        lso = self.last_stable_offset
-        bound = self.log_end_offset if log_end else max_fetch_offset(isolation, hw, lso)
-        committed = isolation == IsolationLevel.READ_COMMITTED and not log_end
-        empty = ReadResult(records=b"", high_watermark=hw, last_stable_offset=lso,
-                           log_start_offset=self.log_start_offset,
-                           aborted_transactions=[] if committed else None)
-        found = self._locate(fetch_offset) if fetch_offset < bound else None
-        if found is None:
-            return empty
-        k, seg, i = found
-        table = self._batches_of(seg)
-        first_position, first_size = table.position[i], table.size[i]
-        j = bisect.bisect_left(table.last, bound)
-        max_position = table.position[j] if j < len(table) else seg.size
-        limit = max(max_bytes, first_size) if min_one_message else max_bytes
-        size = min(max_position - first_position, limit)
-        if size <= 0:
-            return empty
-        data = seg.pread(size, first_position)
-        aborted = None
-        if committed:
-            upper = self._fetch_upper_bound(k, table, first_position + size)
-            aborted = collect_aborted_transactions(
-                [(s.base_offset, s.aborted) for s in self.segments], fetch_offset, upper)
-        return ReadResult(records=data, high_watermark=hw, last_stable_offset=lso,
-                          log_start_offset=self.log_start_offset, aborted_transactions=aborted,
-                          first_entry_incomplete=limit < first_size)
-
-    def _locate(self, offset: int) -> tuple[int, LogSegment, int] | None:
-        """``LocalLog#read``'s walk: from the floor segment of ``offset`` on, the first batch
-        whose last offset is at or above it (segment index, segment, batch index)."""
-        k = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        while k < len(self.segments):
-            seg = self.segments[k]
-            table = self._batches_of(seg)
-            i = bisect.bisect_left(table.last, offset)
-            if i < len(table):
-                return k, seg, i
-            k += 1
-        return None
-
-    def _batches_of(self, seg: LogSegment) -> BatchTable:
-        """The segment's batch table, scanned on first use; only the tables of the last few
-        segments read stay in memory (the active segment's always does)."""
-        if seg.table is not None:
-            return seg.table
-        table = seg.batches()
-        self._tables.append(seg)
-        while len(self._tables) > _CACHED_TABLES:
-            old = self._tables.pop(0)
-            if old is not self.segments[-1]:
-                old.table = None
-        return table
-
-    def _fetch_upper_bound(self, k: int, table: BatchTable, end_position: int) -> int:
-        """``LogSegment#fetchUpperBoundOffset`` at batch granularity: the first batch at or past
-        ``end_position``, else the next segment's base offset or the log end offset
-        (``LocalLog#addAbortedTransactions``)."""
-        i = bisect.bisect_left(table.position, end_position)
-        if i < len(table):
-            return table.base[i]
-        return (self.segments[k + 1].base_offset if k + 1 < len(self.segments)
-                else self.log_end_offset)
-
-    def offset_for_timestamp(self, timestamp: int,
-                             isolation: IsolationLevel | None) -> OffsetAndTimestamp | None:
-        """``Partition#fetchOffsetForTimestamp`` + ``UnifiedLog#fetchOffsetByTimestamp``."""
-        if isolation == IsolationLevel.READ_COMMITTED:
-            last_fetchable = self.last_stable_offset
-        elif isolation == IsolationLevel.READ_UNCOMMITTED:
-            last_fetchable = self.high_watermark
-        else:
-            last_fetchable = self.log_end_offset
-        if timestamp == LATEST_TIMESTAMP:
-            return OffsetAndTimestamp(last_fetchable, NO_TIMESTAMP, self.leader_epoch)
-        if timestamp == EARLIEST_TIMESTAMP:
-            return OffsetAndTimestamp(self.log_start_offset, NO_TIMESTAMP, self.leader_epoch)
-        if timestamp == MAX_TIMESTAMP:
-            found = self._max_timestamp_offset()
-        elif timestamp >= 0:
-            found = self._search_timestamp(timestamp)
-        else:
-            return None
-        if found is None or found.offset >= last_fetchable:
-            return None
-        return found
-
-    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int,
-                              now_ms: int) -> list[int]:
-        """``UnifiedLog#legacyFetchOffsetsBefore`` (ListOffsets v0): each segment's base offset
-        (at least the log start offset) with its file's modification time, plus the log end
-        offset at ``now_ms`` when the active segment holds data; the latest -1, the earliest -2,
-        else the last entry modified at or before ``timestamp``, and the entries before it, at
-        most ``max_num_offsets`` of them, in descending order."""
-        pairs = [(max(seg.base_offset, self.log_start_offset), modified_ms(seg.path, now_ms))
-                 for seg in self.segments]
-        if self.segments and self.segments[-1].size > 0:
-            pairs.append((self.log_end_offset, now_ms))
-        if timestamp == LATEST_TIMESTAMP:
-            start = len(pairs) - 1
-        elif timestamp == EARLIEST_TIMESTAMP:
-            start = 0
-        else:
-            start = len(pairs) - 1
-            while start >= 0 and pairs[start][1] > timestamp:
-                start -= 1
-        count = min(max_num_offsets, start + 1)
-        if count < 0:
-            raise ValueError(f"negative number of offsets: {count}")  # NegativeArraySize
-        return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
-
-    def iter_stored_batches(self, warn: Callable[[str], None] | None = None
-                            ) -> Iterator[StoredBatch]:
-        """Every batch of every segment, in offset order, its header read and its bytes shared
-        with the rest of its segment (what a coordinator reads when it loads its partition:
-        ``UnifiedLog#read`` with ``FetchIsolation.LOG_END``). Decode records with
-        ``iter_key_values(batch.data, batch.header.position, batch.header)``. What cannot be
-        read goes to ``warn`` (default: ``load_problems``)."""
-        report = warn or self.load_problems.append
-        for seg in list(self.segments):
-            if seg.size == 0:
-                continue
-            data = seg.pread(seg.size, 0)
-            try:
-                headers, _ = split_batches(data)
-            except BatchFrameError as exc:
-                report(f"{seg.path}: {exc}")
-                continue
-            for header in headers:
-                yield StoredBatch(header, data)
-
-    def iter_batches(self) -> Iterator[RecordBatch]:
-        """Every stored batch with its records decoded (the exact parser); a batch that does not
-        decode is reported in ``load_problems`` and skipped."""
-        for batch in self.iter_stored_batches():
-            try:
-                yield parse_batch(batch.data, batch.header.position, decode_records=True)
-            except FormatError as exc:
-                self.load_problems.append(f"{self.name} offset {batch.header.base_offset}: {exc}")
-
-    def iter_key_values(self, warn: Callable[[str], None] | None = None) -> Iterator[
-            tuple[StoredBatch, list[tuple[int, bytes | None, bytes | None]]]]:
-        """Each stored batch with its records' (offset, key, value); a batch whose records do
-        not decode goes to ``warn`` (default: ``load_problems``) and is skipped."""
-        report = warn or self.load_problems.append
-        for batch in self.iter_stored_batches(report):
-            try:
-                records = list(iter_key_values(batch.data, batch.header.position, batch.header))
-            except FormatError as exc:
-                report(f"{self.name} offset {batch.header.base_offset}: {exc}")
-                continue
-            yield batch, records
-
-    def _records_at(self, seg: LogSegment, position: int, size: int) -> Iterator[Record]:
-        """The records of one stored batch (decompressed); FormatError if they do not decode."""
-        data = seg.pread(size, position)
-        return iter_records(data, 0, parse_header(data, 0))
-
-    def _max_timestamp_offset(self) -> OffsetAndTimestamp | None:
-        """``UnifiedLog#fetchOffsetByTimestamp(MAX_TIMESTAMP)``: the (first) segment with the
-        largest ``maxTimestampSoFar``, then the record holding it."""
-        best: LogSegment | None = None
-        for seg in self.segments:
-            if best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far:
-                best = seg
-        if best is None or best.max_timestamp_so_far < 0:
-            return None
-        table = self._batches_of(best)
-        try:
-            i = table.max_timestamp.index(best.max_timestamp_so_far)
-        except ValueError:
-            return OffsetAndTimestamp(best.offset_of_max_timestamp_so_far,
-                                      best.max_timestamp_so_far, self.leader_epoch)
-        try:
-            for record in self._records_at(best, table.position[i], table.size[i]):
-                if record.timestamp == table.max_timestamp[i]:
-                    return OffsetAndTimestamp(record.offset, record.timestamp, self.leader_epoch)
-        except FormatError:
-            pass
-        return OffsetAndTimestamp(table.last[i], table.max_timestamp[i], self.leader_epoch)
-
-    def _search_timestamp(self, target: int) -> OffsetAndTimestamp | None:
-        """``LogSegment#findOffsetByTimestamp`` from the log start offset: segments whose
-        ``maxTimestampSoFar`` is below the target are skipped without reading them."""
-        k = max(bisect.bisect_right(self._bases, self.log_start_offset) - 1, 0)
-        for seg in self.segments[k:]:
-            if seg.max_timestamp_so_far < target:
-                continue
-            table = self._batches_of(seg)
-            start = bisect.bisect_left(table.last, self.log_start_offset)
-            for i in range(start, len(table)):
-                if table.max_timestamp[i] < target:
-                    continue
-                try:
-                    for record in self._records_at(seg, table.position[i], table.size[i]):
-                        if record.timestamp >= target and record.offset >= self.log_start_offset:
-                            return OffsetAndTimestamp(record.offset, record.timestamp,
-                                                      self.leader_epoch)
-                except FormatError:
-                    continue
-        return None
 
     # -- deleting records ---------------------------------------------------------------------
 

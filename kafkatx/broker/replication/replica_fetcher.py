@@ -34,7 +34,7 @@ from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.list_offsets.v7 import request as offsets_request
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 
-from kafkatx.broker.logs.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendError
+from kafkatx.broker.logs.log_values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendError
 from kafkatx.broker.replication.broker_client import BrokerConnection
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, truncation_step
 

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.legacy_records import UnsupportedCompression, down_convert
-from kafkatx.broker.logs.partition_log import AppendError, PartitionLog
+from kafkatx.broker.logs.log_values import AppendError
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.logs.partition_log import EARLIEST_TIMESTAMP
+from kafkatx.broker.logs.log_values import EARLIEST_TIMESTAMP
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.handlers.fetch import isolation_of, leader_epoch_error
 from kafkatx.broker.replication.replica_manager import leader_log
