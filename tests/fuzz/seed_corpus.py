@@ -102,11 +102,11 @@ def _request_seeds() -> Iterator[bytes]:
     the target writes itself."""
     from kio.serial import entity_writer
 
-    from kafkatx.broker.protocol import make
+    from kafkatx.broker.wire.codec import make
     from tests.fuzz.targets import _served_requests
 
     for index, (key, version) in enumerate(_served_requests()):
-        from kafkatx.broker.protocol import request_type
+        from kafkatx.broker.wire.codec import request_type
 
         cls = request_type(key, version)
         try:

@@ -184,7 +184,7 @@ def coordinator_records(data: bytes) -> None:
 def request(data: bytes) -> None:
     """A request frame's body as the broker reads it: the header peeked, the schema of that
     (api key, version) chosen, header and body parsed; only ``RequestDecodeError`` escapes."""
-    from kafkatx.broker.protocol import (
+    from kafkatx.broker.wire.codec import (
         RequestDecodeError,
         parse_request,
         peek_header,
@@ -207,7 +207,7 @@ def request(data: bytes) -> None:
 def request_any_api(data: bytes) -> None:
     """:func:`request` with the first two bytes choosing a served (api key, version), so the
     fuzzer spends its time inside bodies rather than on unknown keys."""
-    from kafkatx.broker.protocol import request_type
+    from kafkatx.broker.wire.codec import request_type
 
     if len(data) < 2:
         return
@@ -222,7 +222,7 @@ _SERVED: list[tuple[int, int]] = []
 
 def _served_requests() -> list[tuple[int, int]]:
     if not _SERVED:
-        from kafkatx.broker.protocol import request_type
+        from kafkatx.broker.wire.codec import request_type
 
         _SERVED.extend((key, version) for key in range(100) for version in range(20)
                        if request_type(key, version) is not None)
@@ -270,6 +270,7 @@ TARGETS: dict[str, Target] = {
     "segment": segment,
     "index_files": index_files,
     "coordinator_records": coordinator_records,
+    "request": request_any_api,
     "partition_dir": partition_dir,
 }
 
@@ -277,7 +278,7 @@ TARGETS: dict[str, Target] = {
 def preload() -> None:
     """Import every module the targets reach, so a caller can instrument them first."""
     import kafkatx.analysis.dump
-    import kafkatx.broker.protocol
+    import kafkatx.broker.wire.codec
     import kafkatx.engines.local
     import kafkatx.formats.checkpoints
     import kafkatx.formats.consumer_offsets

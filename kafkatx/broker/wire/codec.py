@@ -31,6 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafkatx.broker.wire import legacy_schema
+from kafkatx.broker.wire.bounds import check_lengths
 
 _PEEK = struct.Struct(">hhi")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -99,9 +100,12 @@ def parse_request(payload: bytes, request_cls: type) -> tuple[Any, Any]:
     """(header, body) of a request frame; ``RequestDecodeError`` for anything kio rejects.
 
     kio raises ``KeyError`` for unknown tagged fields (the protocol says to skip them) and its
-    own ``SerialError``s for truncation; both become ``RequestDecodeError`` here.
+    own ``SerialError``s for truncation; both become ``RequestDecodeError`` here. Every
+    declared length is checked against the frame first (:mod:`kafkatx.broker.wire.bounds`), so
+    kio never reserves room for more entries than the frame can hold.
     """
     try:
+        check_lengths(payload, request_cls)
         header, used = _reader(request_cls.__header_schema__)(payload, 0)
         body, _ = _reader(request_cls)(payload, used)
     except (SerialError, KeyError, ValueError, IndexError, OverflowError, TypeError,
