@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from kio.schema.errors import ErrorCode
+
 from kafkatx.broker.coordinators.coordinator_log import KeyValue
 from kafkatx.broker.coordinators.groups import (
     GroupMetadata,
@@ -122,3 +124,16 @@ def _group(name: str, value: GroupMetadataValue | None, now_ms: int) -> GroupMet
     group.leader_id = value.leader
     group.subscribed_topics = group.compute_subscribed_topics()
     return group
+
+
+def offset_commit_error(error: ErrorCode) -> ErrorCode:
+    """``GroupMetadataManager#maybeConvertOffsetCommitError``."""
+    if error in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_enough_replicas,
+                 ErrorCode.not_enough_replicas_after_append):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large,
+                 ErrorCode.invalid_fetch_size):
+        return ErrorCode.invalid_commit_offset_size
+    return error

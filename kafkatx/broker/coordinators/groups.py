@@ -27,6 +27,15 @@ UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
 NO_GENERATION = -1
 TopicPartition = tuple[str, int]
 CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
+# The group coordinator's settings (KafkaConfig defaults) and offsets.
+NUM_PARTITIONS = 50  # offsets.topic.num.partitions
+MAX_SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms
+MAX_GROUP_SIZE = 2**31 - 1  # group.max.size
+DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # GroupCoordinator.NewMemberJoinTimeoutMs
+OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
+INVALID_OFFSET = -1
+
 
 
 class GroupState(enum.Enum):
