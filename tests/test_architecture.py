@@ -57,7 +57,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
 KNOWN_OVERSIZED: set[str] = {
     "kafkatx/analysis/replay.py",
     "kafkatx/analysis/timeline.py",
-    "kafkatx/broker/coordinators/txn_coordinator.py",
 }
 
 
