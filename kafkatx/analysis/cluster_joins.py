@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from kafkatx.analysis.cluster_view import ClusterView
 from kafkatx.analysis.findings import WARNING, Finding, location
-from kafkatx.engines.partition_facts import PartitionFacts
+from kafkatx.analysis.partition_facts import PartitionFacts
 from kafkatx.formats.internal_topics import METADATA_TOPIC
 from kafkatx.semantics.cluster_metadata import (
     NO_LEADER,

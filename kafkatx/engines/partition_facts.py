@@ -4,19 +4,17 @@ Its ``partition.metadata`` topic id (``PartitionMetadataFile``), its ``leader-ep
 entries (``LeaderEpochFileCache``), the runs of batches by ``partitionLeaderEpoch`` (the epoch of
 the leader that appended them: ``UnifiedLog#append`` stamps it) and the first batch of each
 producer id, and each COMMIT marker with the epoch of the data it closes, from one columnar scan
-of batch headers per segment.
+of batch headers per segment. The facts' types are :mod:`kafkatx.analysis.partition_facts`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
+from kafkatx.analysis.partition_facts import CommitSeen, EpochRun, PartitionFacts, ProducerSeen
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.batch_layout import CONTROL_FLAG, TRANSACTIONAL_FLAG
 from kafkatx.formats.checkpoints import (
-    EpochEntry,
     read_leader_epoch_checkpoint,
     read_partition_metadata,
 )
@@ -24,54 +22,6 @@ from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.files import open_bytes, read_text
-
-
-@dataclass(frozen=True, slots=True)
-class EpochRun:
-    """Consecutive batches stamped with the same partition leader epoch."""
-
-    leader_epoch: int
-    first_offset: int
-    last_offset: int
-    path: str
-    position: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerSeen:
-    producer_id: int
-    first_offset: int
-    path: str
-    position: int
-
-
-@dataclass(frozen=True, slots=True)
-class CommitSeen:
-    """A COMMIT marker and the epoch of its producer's transactional data before it."""
-
-    producer_id: int
-    data_epoch: int
-    marker_epoch: int
-    offset: int
-    timestamp: int
-    path: str
-    position: int
-
-
-@dataclass(slots=True)
-class PartitionFacts:
-    topic: str
-    partition: int
-    path: str
-    topic_id: str | None = None
-    topic_id_path: str | None = None
-    epoch_checkpoint: tuple[EpochEntry, ...] = ()
-    epoch_checkpoint_path: str | None = None
-    epoch_runs: list[EpochRun] = field(default_factory=list)
-    producers: dict[int, ProducerSeen] = field(default_factory=dict)
-    commits: list[CommitSeen] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    data_epochs: dict[int, int] = field(default_factory=dict)  # pid -> last transactional data
 
 
 def gather_partition_facts(pdir: PartitionDir) -> PartitionFacts:
