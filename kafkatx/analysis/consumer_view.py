@@ -89,7 +89,7 @@ class ConsumerView:
     isolation: IsolationLevel
     log_end_offset: int
     high_watermark: int
-    high_watermark_source: str  # checkpoint | log_end_offset | as_of_offset
+    high_watermark_source: str  # checkpoint | leader_log_end | log_end_offset | as_of_offset
     last_stable_offset: int
     lso_source: str
     index_source: str
@@ -118,13 +118,16 @@ def prepare(
     log_start_offset: int | None = None,
     after_restart: bool = False,
     now_ms: int | None = None,
+    high_watermark_at_log_end: bool = False,
 ) -> ConsumerView:
     """Rebuild the partition up to ``as_of_offset`` as the broker loads it (its newest loadable
     snapshot plus the log tail, :mod:`kafkatx.analysis.partition_load`) and decide the fetch
     bounds and aborted set.
 
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan it here);
-    ``log_start_offset`` is the checkpointed one (the first segment's base offset is the floor).
+    ``log_start_offset`` is the checkpointed one (the first segment's base offset is the floor);
+    ``high_watermark_at_log_end``: the broker leads the partition as its only replica, so its
+    HW is the log end offset (``kafkatx.semantics.leader_high_watermark``).
     """
     read_scan = _scan if scan is None else scan
     if after_restart:
@@ -168,6 +171,8 @@ def prepare(
         hw = leo if high_watermark is None else min(high_watermark, leo)
         hw_source = "as_of_offset" if high_watermark is None or high_watermark >= leo \
             else "checkpoint"
+    elif high_watermark_at_log_end:
+        hw, hw_source = leo, "leader_log_end"
     else:
         hw = leo if high_watermark is None else high_watermark
         hw_source = "log_end_offset" if high_watermark is None else "checkpoint"

@@ -8,6 +8,12 @@ they name none, the only cluster the evidence holds. Local copies only.
 - a topic's partition count (``PartitionRecord``s; for ``__transaction_state`` and
   ``__consumer_offsets`` without any, ``transaction.state.log.num.partitions`` /
   ``offsets.topic.num.partitions`` from the broker ConfigRecords);
+- the partitions whose HW is their leader's log end offset on the broker whose log dir it is
+  (the leader, and their only replica: ``kafkatx.semantics.leader_high_watermark``), from the
+  metadata log in that log dir when it holds one (what that broker knew), else the cluster's;
+- the partitions whose HW is their leader's log end offset on the broker whose log dir it is
+  (the leader, and their only replica: ``kafkatx.semantics.leader_high_watermark``), from the
+  metadata log in that log dir when it holds one (what that broker knew), else the cluster's;
 - ``transaction.max.timeout.ms`` from the broker ConfigRecords (``TransactionStateManager``
   refuses longer timeouts, so no transaction of the cluster runs longer): the default of the
   find-hanging threshold (``--max-transaction-timeout-ms``).
@@ -20,11 +26,16 @@ the analysis keeps its defaults.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkatx.errors import KafkatxError
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.cluster_metadata import ClusterImage
-from kafkatx.storage.discovery import Discovery, cluster_id_of
+from kafkatx.semantics.leader_high_watermark import high_watermark_is_log_end
+from kafkatx.storage.discovery import Discovery, LogDir, PartitionDir, cluster_id_of, node_id_of
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.cluster_view import ClusterView
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # kafka-transactions.sh find-hanging's default
 MAX_TIMEOUT_CONFIG = "transaction.max.timeout.ms"  # TransactionLogConfig
@@ -32,29 +43,53 @@ PARTITION_COUNT_CONFIGS = {TRANSACTION_STATE_TOPIC: "transaction.state.log.num.p
                            GROUP_METADATA_TOPIC: "offsets.topic.num.partitions"}
 
 
-def metadata_image(evidence: Discovery, topic: str | None = None) -> ClusterImage | None:
-    """The image of the most complete metadata log of ``topic``'s cluster (see above)."""
-    from kafkatx.analysis.cluster_view import build_cluster_view
+def metadata_image(evidence: Discovery, topic: str | None = None,
+                   log_dir: LogDir | None = None) -> ClusterImage | None:
+    """The image of the most complete metadata log of ``topic``'s cluster (see above); with
+    ``log_dir``, of the metadata log in that log dir when it holds one."""
     from kafkatx.formats.internal_topics import METADATA_TOPIC
-    from kafkatx.storage.metadata_log import open_metadata_dir
 
     partitions = evidence.all_partitions()
     mine = {cluster_id_of(p) for p in partitions if topic is None or p.topic == topic}
     metas = [p for p in partitions if p.topic == METADATA_TOPIC and "://" not in str(p.path)]
+    own = [p for p in metas if log_dir is not None and p.log_dir is log_dir]
     named = mine - {None}
-    if named and topic is not None:
+    if own:
+        metas = own
+    elif named and topic is not None:
         metas = [p for p in metas if cluster_id_of(p) in named]
     elif len({cluster_id_of(p) for p in metas} - {None}) > 1:
         return None
-    views = []
-    for p in metas:
-        try:
-            views.append(build_cluster_view(open_metadata_dir(Path(str(p.path)))))
-        except (KafkatxError, OSError):
-            continue  # inspect's cluster section reports what is wrong with it
+    views = [v for v in map(_view_of, metas) if v is not None]
     if not views:
         return None
     return max(views, key=lambda v: v.log_end_offset or 0).image
+
+
+def _view_of(pdir: PartitionDir) -> ClusterView | None:
+    """A metadata log dir's view (None: it does not read; inspect's cluster section reports
+    what is wrong with it)."""
+    from kafkatx.analysis.cluster_view import build_cluster_view
+    from kafkatx.storage.metadata_log import open_metadata_dir
+
+    try:
+        return build_cluster_view(open_metadata_dir(Path(str(pdir.path))))
+    except (KafkatxError, OSError):
+        return None
+
+
+def leader_log_ends(evidence: Discovery, log_dir: LogDir | None) -> frozenset[tuple[str, int]]:
+    """(topic, partition) of every partition whose HW is its log end offset in ``log_dir``'s
+    copy: its broker (``meta.properties`` ``node.id``) leads it as its only replica in the
+    metadata image (``kafkatx.semantics.leader_high_watermark``). Empty without a node id or a
+    metadata log."""
+    node_id = node_id_of(log_dir)
+    image = None if node_id is None else metadata_image(evidence, log_dir=log_dir)
+    if image is None or node_id is None:
+        return frozenset()
+    return frozenset((t.name, pid) for t in image.topics.values()
+                     for pid, part in t.partitions.items()
+                     if high_watermark_is_log_end(part, node_id))
 
 
 def _int_config(image: ClusterImage, name: str) -> tuple[int, str] | None:

@@ -23,6 +23,9 @@ class PartitionReport:
     log_start_offset: int = 0
     log_end_offset: int = 0
     high_watermark: int | None = None
+    # checkpoint (replication-offset-checkpoint), leader_log_end (the broker leads it as its
+    # only replica: kafkatx.semantics.leader_high_watermark) or log_end_offset (unknown)
+    high_watermark_source: str = "log_end_offset"
     last_stable_offset: int = 0
     lso_source: str = "log_end_offset"
     records_pending: int = 0
@@ -53,6 +56,7 @@ class PartitionReport:
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
+            "high_watermark_source": self.high_watermark_source,
             "last_stable_offset": self.last_stable_offset,
             "lso_source": self.lso_source,
             "hw_minus_lso": self.hw_minus_lso,

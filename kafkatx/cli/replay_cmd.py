@@ -20,6 +20,7 @@ from kafkatx.analysis.consumer_view import (
     ReplayedRecord,
     find_partition,
 )
+from kafkatx.analysis.metadata_settings import leader_log_ends
 from kafkatx.analysis.replicas import replica_of
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
@@ -90,6 +91,7 @@ def replay_command(
                   "consumer of the leader reads it; --broker LABEL replays another",
                   markup=False, highlight=False)
     hw = high_watermarks(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
+    at_log_end = (topic, partition) in leader_log_ends(disc, pdir.log_dir)
     start = log_start_offsets(pdir.log_dir).get((topic, partition)) if pdir.log_dir else None
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
     size = sum(s.log_size for s in pdir.segments)
@@ -97,7 +99,8 @@ def replay_command(
             _records_output(engine.output) as out:
         view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
                                     as_of_offset=as_of_offset, index_source=index_source,
-                                    log_start_offset=start)
+                                    log_start_offset=start,
+                                    high_watermark_at_log_end=at_log_end)
         _print_header(err, view)
         problems: list[str] = []
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,

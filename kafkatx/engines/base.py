@@ -70,7 +70,8 @@ class Engine(Protocol):
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
-                      log_start_offset: int | None = None) -> ConsumerView:
+                      log_start_offset: int | None = None,
+                      high_watermark_at_log_end: bool = False) -> ConsumerView:
         """The replayed moment of one partition (see ``consumer_view.prepare``)."""
         ...
 

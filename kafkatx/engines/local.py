@@ -30,6 +30,7 @@ from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.metadata_settings import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    leader_log_ends,
     max_transaction_timeout,
 )
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
@@ -169,6 +170,7 @@ def analyze_partition(
     pdir: PartitionDir,
     *,
     high_watermark: int | None = None,
+    high_watermark_at_log_end: bool = False,
     log_start_offset: int | None = None,
     cleaner_offset: int | None = None,
     options: AnalysisOptions = AnalysisOptions(),
@@ -179,7 +181,9 @@ def analyze_partition(
     """Everything kafkatx knows about one partition dir.
 
     ``high_watermark``, ``log_start_offset`` and ``cleaner_offset`` (the first dirty offset)
-    are the root checkpoints' values for it (None: not there).
+    are the root checkpoints' values for it (None: not there); ``high_watermark_at_log_end``:
+    the log dir's broker leads it as its only replica, so its HW is the log end offset
+    (``kafkatx.semantics.leader_high_watermark``), whatever the checkpoint says.
 
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan the file here);
     the Spark engine answers it from the rows its data source scanned on the executors.
@@ -244,6 +248,10 @@ def analyze_partition(
     first_base = bases[0] if bases else 0
     lso_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
 
+    hw_source = ("leader_log_end" if high_watermark_at_log_end
+                 else "log_end_offset" if high_watermark is None else "checkpoint")
+    if high_watermark_at_log_end:
+        high_watermark = leo
     snapshots = read_snapshots(pdir.snapshots)
     loaded = load_partition(replay, snapshots, lambda start: _tail(ranges, start, scan_of),
                             log_start_offset=lso_start, log_end_offset=leo,
@@ -272,7 +280,8 @@ def analyze_partition(
         topic=topic, partition=partition, path=str(pdir.path),
         broker=pdir.log_dir.label if pdir.log_dir is not None else None, state=pdir.state,
         log_start_offset=lso_start, log_end_offset=leo, high_watermark=stable.high_watermark,
-        last_stable_offset=stable.last_stable_offset, lso_source=stable.lso_source,
+        high_watermark_source=hw_source, last_stable_offset=stable.last_stable_offset,
+        lso_source=stable.lso_source,
         records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
@@ -350,8 +359,9 @@ def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
     return total
 
 
-# (dir, high watermark, log start, the cleaner's first dirty offset) from the root checkpoints
-Work = list[tuple[PartitionDir, int | None, int | None, int | None]]
+# (dir, high watermark, log start, the cleaner's first dirty offset) from the root checkpoints,
+# and whether the HW is the log end offset (the broker leads it as its only replica)
+Work = list[tuple[PartitionDir, int | None, int | None, int | None, bool]]
 
 
 def start_inspection(
@@ -383,11 +393,13 @@ def start_inspection(
         offsets, cp_findings = _root_offsets(log_dir)
         checkpoints[id(log_dir)] = offsets
         result.findings.extend(cp_findings)
+    led = {id(log_dir): leader_log_ends(disc, log_dir) for log_dir in disc.log_dirs}
     work: Work = []
     for pdir in disc.all_partitions():
         hws, starts, cleaned = checkpoints.get(id(pdir.log_dir), [{}, {}, {}])
         key = (pdir.topic, pdir.partition)
-        work.append((pdir, hws.get(key), starts.get(key), cleaned.get(key)))
+        work.append((pdir, hws.get(key), starts.get(key), cleaned.get(key),
+                     key in led.get(id(pdir.log_dir), ())))
     return result, joined, work, options
 
 
@@ -433,10 +445,11 @@ def inspect_paths(
     result, joined, work, options = start_inspection(paths, options=options,
                                                      keep_timeline=keep_timeline,
                                                      selection=selection)
-    for pdir, high_watermark, log_start_offset, cleaner_offset in work:
+    for pdir, high_watermark, log_start_offset, cleaner_offset, at_log_end in work:
         if on_partition is not None:
             on_partition(pdir)
         report = analyze_partition(pdir, high_watermark=high_watermark,
+                                   high_watermark_at_log_end=at_log_end,
                                    log_start_offset=log_start_offset,
                                    cleaner_offset=cleaner_offset, options=options,
                                    progress=progress, finalize=joined.on_partition)
@@ -460,12 +473,14 @@ class LocalEngine:
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
-                      log_start_offset: int | None = None) -> ConsumerView:
+                      log_start_offset: int | None = None,
+                      high_watermark_at_log_end: bool = False) -> ConsumerView:
         from kafkatx.analysis.consumer_view import prepare
 
         return prepare(pdir, isolation=isolation, high_watermark=high_watermark,
                        as_of_offset=as_of_offset, index_source=index_source,
-                       log_start_offset=log_start_offset)
+                       log_start_offset=log_start_offset,
+                       high_watermark_at_log_end=high_watermark_at_log_end)
 
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,

@@ -134,9 +134,11 @@ def _analyze_group(options: AnalysisOptions) -> Callable[[pa.Table, pa.Table], p
                 kept.append(slim_context(ctx))
                 return findings
 
+            cleaner, at_log_end = pickle.loads(d["extra"])
             report = analyze_partition(pdir, high_watermark=d["high_watermark"],
+                                       high_watermark_at_log_end=at_log_end,
                                        log_start_offset=d["log_start_offset"],
-                                       cleaner_offset=pickle.loads(d["extra"]), options=options,
+                                       cleaner_offset=cleaner, options=options,
                                        scan=scan_of, finalize=keep)
             out_ord.append(d["ord"])
             out.append(pickle.dumps((report, kept[0]), protocol=pickle.HIGHEST_PROTOCOL))
@@ -349,9 +351,10 @@ class SparkEngine:
         result, joined, work, options = start_inspection(paths, options=options,
                                                          keep_timeline=keep_timeline,
                                                          selection=selection)
-        pdirs = [pdir for pdir, _, _, _ in work]
-        extras = [{"high_watermark": hw, "log_start_offset": start, "extra": cleaner}
-                  for _, hw, start, cleaner in work]
+        pdirs = [pdir for pdir, *_ in work]
+        extras = [{"high_watermark": hw, "log_start_offset": start,
+                   "extra": (cleaner, at_log_end)}
+                  for _, hw, start, cleaner, at_log_end in work]
         analysed = (self._per_partition(pdirs, extras, _analyze_group(options),
                                         "analysing partitions") if pdirs else [])
         for pdir, (report, ctx) in zip(pdirs, analysed, strict=True):
@@ -364,10 +367,12 @@ class SparkEngine:
     def consumer_view(self, pdir: PartitionDir, *, isolation: IsolationLevel,
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
-                      log_start_offset: int | None = None) -> ConsumerView:
+                      log_start_offset: int | None = None,
+                      high_watermark_at_log_end: bool = False) -> ConsumerView:
         extra = {"isolation": isolation, "high_watermark": high_watermark,
                  "as_of_offset": as_of_offset, "index_source": index_source,
-                 "log_start_offset": log_start_offset}
+                 "log_start_offset": log_start_offset,
+                 "high_watermark_at_log_end": high_watermark_at_log_end}
         [view] = self._per_partition([pdir], [{"extra": extra}], _view_group,
                                      "rebuilding the partition")
         return view  # type: ignore[no-any-return]

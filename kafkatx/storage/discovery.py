@@ -33,7 +33,9 @@ from kafkatx.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,
     PARTITION_METADATA_FILE,
+    MetaProperties,
     OffsetCheckpoint,
+    read_meta_properties,
     read_offset_checkpoint,
 )
 from kafkatx.storage.files import open_bytes
@@ -632,24 +634,36 @@ def _checkpoint_map(log_dir: LogDir, name: str, problems: list[str] | None
     return {} if checkpoint is None else checkpoint.as_map()
 
 
-_CLUSTER_IDS: dict[str, str | None] = {}
+_META_PROPERTIES: dict[str, MetaProperties | None] = {}  # by path; None: it does not read
+
+
+def _meta_properties_of(log_dir: LogDir | None) -> MetaProperties | None:
+    """The log dir's ``meta.properties`` as read (None: no log dir, no such file, or one that
+    does not read); read once per path."""
+    from kafkatx.errors import KafkatxError
+    from kafkatx.storage.files import read_text
+
+    if log_dir is None or log_dir.meta_properties is None:
+        return None
+    key = str(log_dir.meta_properties)
+    if key not in _META_PROPERTIES:
+        try:
+            _META_PROPERTIES[key] = read_meta_properties(read_text(log_dir.meta_properties),
+                                                         path=key)
+        except KafkatxError:
+            _META_PROPERTIES[key] = None
+    return _META_PROPERTIES[key]
 
 
 def cluster_id_of(pdir: PartitionDir) -> str | None:
     """``cluster.id`` of the ``meta.properties`` of the log dir holding ``pdir`` (None: no log
     dir, no such file, or one that does not read)."""
-    from kafkatx.errors import KafkatxError
-    from kafkatx.formats.checkpoints import read_meta_properties
-    from kafkatx.storage.files import read_text
+    meta = _meta_properties_of(pdir.log_dir)
+    return None if meta is None else meta.cluster_id
 
-    log_dir = pdir.log_dir
-    if log_dir is None or log_dir.meta_properties is None:
-        return None
-    key = str(log_dir.meta_properties)
-    if key not in _CLUSTER_IDS:
-        try:
-            _CLUSTER_IDS[key] = read_meta_properties(read_text(log_dir.meta_properties),
-                                                     path=key).cluster_id
-        except KafkatxError:
-            _CLUSTER_IDS[key] = None
-    return _CLUSTER_IDS[key]
+
+def node_id_of(log_dir: LogDir | None) -> int | None:
+    """``node.id`` (``broker.id`` in version 0) of the log dir's ``meta.properties``: the broker
+    whose log dir it is (None: unknown)."""
+    meta = _meta_properties_of(log_dir)
+    return None if meta is None else meta.node_id

@@ -60,7 +60,8 @@ def test_committed_transaction(tmp_path: Path, engine: Engine) -> None:
     assert row.lso_row() == {
         "broker": row.broker,
         "topic": "t", "partition": 0, "log_start_offset": 0, "log_end_offset": 6,
-        "high_watermark": 6, "last_stable_offset": 6, "lso_source": "high_watermark",
+        "high_watermark": 6, "high_watermark_source": "checkpoint", "last_stable_offset": 6,
+        "lso_source": "high_watermark",
         "hw_minus_lso": 0, "records_pending": 0, "open_transactions": []}
     assert (row.transactions_committed, row.transactions_aborted, row.producers,
             row.batches, row.data_records) == (1, 0, 1, 3, 5)
