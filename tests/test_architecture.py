@@ -54,7 +54,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = set()
 # Modules still over MAX_LINES, to be split (issue 23 item 6).
 KNOWN_OVERSIZED: set[str] = {
     "kafkatx/analysis/replay.py",
-    "kafkatx/analysis/timeline.py",
 }
 
 

@@ -13,14 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kafkatx.analysis.coordinator_transactions import PartitionEntry, tp_name
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.analysis.timeline import (
-    PartitionEntry,
-    Selection,
-    Timeline,
-    TimelineTransaction,
-    tp_name,
-)
+from kafkatx.analysis.timeline import Selection, Timeline, TimelineTransaction
 from kafkatx.cli.analysis_options import (
     EngineCliOptions,
     NowParam,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 import json
 
+from kafkatx.analysis.coordinator_transactions import tp_name
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.analysis.timeline import Timeline, TimelineTransaction, tp_name
+from kafkatx.analysis.timeline import Timeline, TimelineTransaction
 
 _CSS = """
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px 24px;

@@ -23,20 +23,17 @@ from kafkatx.analysis.coordinator import (
     CoordinatorView,
     TransactionalIdHistory,
 )
+from kafkatx.analysis.coordinator_transactions import Marker, split_history
 from kafkatx.analysis.findings import ERROR, KINDS, WARNING, Finding
 from kafkatx.analysis.replay import PartitionReplayer
-from kafkatx.analysis.timeline import (
+from kafkatx.analysis.timeline import Selection, Timeline, TimelineTransaction
+from kafkatx.analysis.transaction_verdicts import (
     HANGING,
     PENDING,
     DataVerdict,
-    Marker,
     MissingMarker,
     PartitionEvidence,
-    Selection,
-    Timeline,
-    TimelineTransaction,
     TransactionJoin,
-    split_history,
 )
 from kafkatx.engines.local import AnalysisOptions, Inspection, inspect_paths
 from kafkatx.formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue

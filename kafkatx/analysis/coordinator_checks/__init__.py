@@ -16,28 +16,28 @@ from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.checks.transactions import open_finding
 from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
+from kafkatx.analysis.coordinator_transactions import (
+    CoordinatorTransaction,
+    OffsetCommit,
+    TopicPartition,
+    tp_name,
+)
 from kafkatx.analysis.findings import INFO, Finding
 from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.replica_authority import REPLICATED_KINDS
-from kafkatx.analysis.timeline import (
-    COORDINATOR_TOPIC,
+from kafkatx.analysis.timefmt import duration
+from kafkatx.analysis.timefmt import iso_ms as iso
+from kafkatx.analysis.timeline import Selection, Timeline, TimelineBuilder
+from kafkatx.analysis.transaction_verdicts import (
     HANGING,
     ORPHAN,
     PENDING,
-    CoordinatorTransaction,
     DataVerdict,
-    OffsetCommit,
     PartitionJoin,
-    Selection,
-    Timeline,
-    TimelineBuilder,
-    TopicPartition,
     TransactionJoin,
-    duration,
-    iso,
-    tp_name,
 )
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 from kafkatx.storage.discovery import Discovery, PartitionDir
 
 __all__ = ["CoordinatorChecks"]

@@ -12,16 +12,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.coordinator_transactions import ABORT, COMMIT, Marker, OffsetCommit
 from kafkatx.analysis.replay import COMMITTED, OPEN, Transaction
-from kafkatx.analysis.timeline import (
-    ABORT,
-    COMMIT,
-    Lane,
-    Marker,
-    OffsetCommit,
-    PartitionEvidence,
-    marker_from,
-)
+from kafkatx.analysis.timeline import Lane
+from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats import consumer_offsets
 from kafkatx.formats.record_batch import ControlType, RecordBatch

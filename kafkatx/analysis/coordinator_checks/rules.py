@@ -20,25 +20,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kafkatx.analysis.checks.transactions import abort_command
-from kafkatx.analysis.findings import ERROR, WARNING, Finding
-from kafkatx.analysis.replay import StableOffsets
-from kafkatx.analysis.timeline import (
+from kafkatx.analysis.coordinator_transactions import (
     ABORT,
     COMMIT,
-    COORDINATOR_TOPIC,
+    CoordinatorTransaction,
+    OffsetCommit,
+    tp_name,
+)
+from kafkatx.analysis.findings import ERROR, WARNING, Finding
+from kafkatx.analysis.replay import StableOffsets
+from kafkatx.analysis.timefmt import duration
+from kafkatx.analysis.timefmt import iso_ms as iso
+from kafkatx.analysis.transaction_verdicts import (
     HANGING,
     ORPHAN,
     PENDING,
     SKEW_MS,
-    CoordinatorTransaction,
     DataVerdict,
     MissingMarker,
-    OffsetCommit,
-    duration,
-    iso,
-    tp_name,
 )
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 
 
 def _who(v: DataVerdict) -> str:
