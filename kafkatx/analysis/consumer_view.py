@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
-from kafkatx.analysis.replay import PartitionReplayer, ReplayResult
+from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay_result import ReplayResult
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import ControlType, Record, render_bytes
@@ -217,7 +218,7 @@ def _after_restart(pdir: PartitionDir, *, isolation: IsolationLevel, high_waterm
     """The view of a broker that has just loaded these files (:mod:`kafkatx.storage.log_load`):
     its log start and end, its LSO, the ``.txnindex`` entries it serves (rebuilt where it
     recovers a segment) and the bytes recovery keeps of each segment."""
-    from kafkatx.analysis.replay import stable_offsets
+    from kafkatx.analysis.stable_offsets import stable_offsets
     from kafkatx.storage.log_load import load_inputs, load_partition_dir
 
     outcome = load_partition_dir(pdir, load_inputs(pdir, now_ms=now_ms), scan=scan)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.coordinator import CoordinatorRecord
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import Transaction
+from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.formats.transaction_log import TransactionLogValue, TransactionState
 from kafkatx.semantics import transaction_states as rules

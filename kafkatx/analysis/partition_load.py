@@ -27,14 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkatx.analysis.checks import SnapshotFile
-from kafkatx.analysis.replay import (
-    OPEN,
-    PartitionReplayer,
-    ReplayResult,
-    StableOffsets,
-    Transaction,
-    stable_offsets,
-)
+from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay_result import OPEN, ReplayResult, Transaction
+from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
 from kafkatx.formats.producer_snapshot import read_producer_snapshot
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.semantics.producer_state import ProducerStateManager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import Transaction
+from kafkatx.analysis.replay_result import Transaction
 
 LSO_COLUMNS = (
     "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",

@@ -5,21 +5,31 @@ broker does while recovering a segment (``LogSegment#updateProducerState``: one 
 batch, origin REPLICATION, completed transactions written to the txn index with the LSO of that
 moment), and records what a forensic reader needs on top: every transaction with its offsets,
 timestamps and outcome, the .txnindex entries Kafka would have written, every rule a batch broke
-(the audit), duplicates, and markers that closed nothing.
+(the audit), duplicates, and markers that closed nothing, in a
+:class:`~kafkatx.analysis.replay_result.ReplayResult`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from kafkatx.analysis.replay_result import (
+    ABORTED,
+    COMMITTED,
+    BatchRef,
+    ExpectedAbortedTxn,
+    ReplayEvent,
+    ReplayResult,
+    SnapshotCheckpoint,
+    Transaction,
+)
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
-from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.semantics.producer_state import (
@@ -30,7 +40,6 @@ from kafkatx.semantics.producer_state import (
     ProducerStateManager,
     TxnMetadata,
     Violation,
-    last_stable_offset,
 )
 from kafkatx.semantics.producer_state_columnar import (
     EVENT_EXACT,
@@ -43,110 +52,7 @@ from kafkatx.semantics.producer_state_columnar import (
     plan_run,
 )
 
-COMMITTED = "committed"
 RUN_ROWS = 1 << 18  # batches the columnar replay plans at once
-ABORTED = "aborted"
-OPEN = "open"
-
-
-@dataclass(slots=True, kw_only=True)
-class Transaction:
-    """One transaction of one producer in one partition, as its batches and marker show it."""
-
-    producer_id: int
-    producer_epoch: int
-    first_offset: int
-    last_data_offset: int
-    first_timestamp: int
-    last_timestamp: int
-    batches: int = 0
-    records: int = 0
-    outcome: str = OPEN
-    marker_offset: int | None = None
-    marker_timestamp: int | None = None
-    marker_epoch: int | None = None
-    coordinator_epoch: int | None = None
-    last_stable_offset_at_marker: int | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
-            "first_offset": self.first_offset, "last_offset": self.last_data_offset,
-            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
-            "batches": self.batches, "records": self.records, "outcome": self.outcome,
-            "marker_offset": self.marker_offset, "marker_timestamp": self.marker_timestamp,
-            "marker_epoch": self.marker_epoch, "coordinator_epoch": self.coordinator_epoch,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectedAbortedTxn:
-    """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn).
-
-    ``last_stable_offset`` is what the leader writes, appending the marker on its own. A
-    follower appends a whole fetched chunk, updates the producers with all of it, and only then
-    computes the LSO of each transaction the chunk completed (``UnifiedLog#append`` ->
-    ``ProducerStateManager#lastStableOffset``): where the leader found no other transaction
-    open (marker + 1), a transaction another producer began later in the same chunk counts too.
-    ``follower_last_stable_offset`` is that value (None: a follower writes the leader's).
-    """
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
-    follower_last_stable_offset: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchRef:
-    """Where a batch sits: file and byte position (for ``path:position`` findings)."""
-
-    path: str | None
-    position: int
-    base_offset: int
-    last_offset: int
-    producer_id: int
-    producer_epoch: int
-
-
-@dataclass(slots=True, kw_only=True)
-class ReplayEvent:
-    """Something the replay noticed at a batch: a broken rule, a duplicate, a lone marker."""
-
-    kind: str
-    batch: BatchRef
-    message: str
-    # The last offset of the producer's previous data batch, as its state has it (None: none);
-    # the rules for cleaned and retention-cut history look at it.
-    previous_offset: int | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class SnapshotCheckpoint:
-    """The state the replay had when its map end offset reached a snapshot's offset."""
-
-    offset: int
-    entries: list[ProducerSnapshotEntry]
-
-
-@dataclass(slots=True, kw_only=True)
-class ReplayResult:
-    transactions: list[Transaction] = field(default_factory=list)
-    expected_aborted: list[ExpectedAbortedTxn] = field(default_factory=list)
-    events: list[ReplayEvent] = field(default_factory=list)
-    snapshot_states: dict[int, SnapshotCheckpoint] = field(default_factory=dict)
-    state: ProducerStateManager = field(default_factory=ProducerStateManager)
-    first_offset: int | None = None
-    log_end_offset: int = 0
-    max_timestamp: int = -1
-    min_timestamp: int = -1  # smallest batch max timestamp seen (-1: none)
-    batches: int = 0
-    data_records: int = 0
-
-    @property
-    def open_transactions(self) -> list[Transaction]:
-        return [t for t in self.transactions if t.outcome == OPEN]
 
 
 def run_columns(scan: SegmentScan, keep: npt.NDArray[np.intp] | None = None) -> RunColumns:
@@ -684,60 +590,3 @@ class PartitionReplayer:
         txn.marker_epoch = epoch
         txn.coordinator_epoch = coordinator_epoch
         txn.last_stable_offset_at_marker = lso
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StableOffsets:
-    """The partition's LSO and what decides it (``UnifiedLog#lastStableOffset``)."""
-
-    high_watermark: int | None  # the broker's: the checkpoint's, clamped to [log start, LEO]
-    last_stable_offset: int
-    lso_source: str  # open_transaction | unreplicated_transaction | high_watermark | log_end_offset
-    checkpoint_high_watermark: int | None = None  # as replication-offset-checkpoint says it
-    # The first offset of the transaction holding the LSO (below the LSO when it began under
-    # the log start offset); None when the HW decides the LSO.
-    holder_first_offset: int | None = None
-
-    def held_by(self, first_offset: int) -> bool:
-        """Whether the transaction starting at ``first_offset`` holds the LSO."""
-        return self.holder_first_offset is not None and first_offset == self.holder_first_offset
-
-
-def clamp_high_watermark(high_watermark: int, log_start_offset: int, log_end_offset: int) -> int:
-    """``UnifiedLog#updateHighWatermark``: raised to the log start, lowered to the log end."""
-    if high_watermark < log_start_offset:
-        return log_start_offset
-    if high_watermark >= log_end_offset:
-        return log_end_offset
-    return high_watermark
-
-
-def stable_offsets(state: ProducerStateManager, log_end_offset: int,
-                   high_watermark: int | None, log_start_offset: int = 0,
-                   offset_metadata: Callable[[int], int] | None = None) -> StableOffsets:
-    """LSO = min(first unstable offset, HW); the HW is the checkpointed one (clamped as the
-    broker clamps it when it loads the partition), else the LEO.
-
-    ``state`` is advanced to the HW (``onHighWatermarkUpdated``): completed transactions whose
-    marker is at or above it stay unstable, as in Kafka. A first unstable offset below the log
-    start offset counts as the log start (``UnifiedLog#maybeIncrementFirstUnstableOffset``);
-    ``offset_metadata`` (the restart view) is that method's ``maybeConvertToOffsetMetadata``:
-    the offset becomes the base offset of the batch holding it.
-    """
-    hw = (log_end_offset if high_watermark is None
-          else clamp_high_watermark(high_watermark, log_start_offset, log_end_offset))
-    state.on_high_watermark_updated(hw)
-    holder = state.first_unstable_offset()
-    first_unstable = None if holder is None else max(holder, log_start_offset)
-    if first_unstable is not None and offset_metadata is not None:
-        first_unstable = offset_metadata(first_unstable)
-    lso = last_stable_offset(first_unstable, hw)
-    if first_unstable is not None and first_unstable < hw:
-        source = ("open_transaction" if state.first_undecided_offset() == holder
-                  else "unreplicated_transaction")
-    else:
-        source = "high_watermark" if high_watermark is not None else "log_end_offset"
-        holder = None
-    return StableOffsets(high_watermark=None if high_watermark is None else hw,
-                         last_stable_offset=lso, lso_source=source,
-                         checkpoint_high_watermark=high_watermark, holder_first_offset=holder)

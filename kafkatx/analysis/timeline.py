@@ -21,7 +21,7 @@ from kafkatx.analysis.coordinator_transactions import (
 )
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.partition_count import DEFAULT as DEFAULT_COUNT
-from kafkatx.analysis.replay import COMMITTED, OPEN
+from kafkatx.analysis.replay_result import COMMITTED, OPEN
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.analysis.transaction_verdicts import (
     CLOSED,

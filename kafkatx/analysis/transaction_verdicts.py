@@ -52,7 +52,7 @@ from kafkatx.analysis.coordinator_transactions import (
     tp_name,
 )
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import COMMITTED, OPEN, Transaction
+from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
 

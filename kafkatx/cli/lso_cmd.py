@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.analysis.replay import Transaction
+from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stderr_console, stdout_console

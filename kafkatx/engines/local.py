@@ -35,7 +35,8 @@ from kafkatx.analysis.metadata_settings import (
 )
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.analysis.replay import COMMITTED, OPEN, PartitionReplayer, ReplayResult
+from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay_result import COMMITTED, OPEN, ReplayResult
 from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.timeline import Selection, Timeline

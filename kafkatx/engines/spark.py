@@ -45,7 +45,7 @@ from kafkatx.analysis.consumer_view import (
     segment_fetches,
 )
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import ReplayResult
+from kafkatx.analysis.replay_result import ReplayResult
 from kafkatx.analysis.timeline import Selection
 from kafkatx.engines import segment_table
 from kafkatx.engines.base import SPARK, EngineConfig

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkatx.analysis.replay import PartitionReplayer, ReplayResult
+from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay_result import ReplayResult
 from kafkatx.formats.checkpoints import CheckpointEntry, build_offset_checkpoint
 from kafkatx.formats.producer_snapshot import (
     ProducerSnapshotEntry,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafkatx.analysis.replay import stable_offsets
+from kafkatx.analysis.stable_offsets import stable_offsets
 from kafkatx.semantics.read_committed import (
     AbortedTransaction,
     Decision,

@@ -29,7 +29,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatx.analysis.replay import PartitionReplayer, ReplayResult, run_columns, stable_offsets
+from kafkatx.analysis.replay import PartitionReplayer, run_columns
+from kafkatx.analysis.replay_result import ReplayResult
+from kafkatx.analysis.stable_offsets import stable_offsets
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.primitives import INT32_MAX
 from kafkatx.formats.record_batch import ControlType

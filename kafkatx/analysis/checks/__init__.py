@@ -16,7 +16,8 @@ from importlib import import_module
 from types import ModuleType
 
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import ReplayResult, StableOffsets
+from kafkatx.analysis.replay_result import ReplayResult
+from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.errors import FormatError
 from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshot

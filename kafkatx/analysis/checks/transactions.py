@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import Transaction
+from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import duration as _duration
 
 

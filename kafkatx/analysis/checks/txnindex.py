@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.findings import WARNING, Finding, location
-from kafkatx.analysis.replay import ExpectedAbortedTxn
+from kafkatx.analysis.replay_result import ExpectedAbortedTxn
 from kafkatx.formats.txn_index import AbortedTxnEntry, TxnIndexRead
 
 MAX_DETAILED = 10  # entries reported one by one per segment; the rest are counted

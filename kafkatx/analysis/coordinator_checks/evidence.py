@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.coordinator_transactions import ABORT, COMMIT, Marker, OffsetCommit
-from kafkatx.analysis.replay import COMMITTED, OPEN, Transaction
+from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timeline import Lane
 from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
 from kafkatx.errors import FormatError, KafkatxError

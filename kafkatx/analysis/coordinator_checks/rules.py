@@ -28,7 +28,7 @@ from kafkatx.analysis.coordinator_transactions import (
     tp_name,
 )
 from kafkatx.analysis.findings import ERROR, WARNING, Finding
-from kafkatx.analysis.replay import StableOffsets
+from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.analysis.transaction_verdicts import (

@@ -1,0 +1,117 @@
+"""What the replay of a partition finds: its transactions, the .txnindex entries Kafka would
+have written, the rules batches broke, and the producer state it ends with.
+
+:class:`~kafkatx.analysis.replay.PartitionReplayer` fills a :class:`ReplayResult`; the checks,
+the verdicts and the views read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
+from kafkatx.semantics.producer_state import ProducerStateManager
+
+COMMITTED = "committed"
+ABORTED = "aborted"
+OPEN = "open"
+
+
+@dataclass(slots=True, kw_only=True)
+class Transaction:
+    """One transaction of one producer in one partition, as its batches and marker show it."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_data_offset: int
+    first_timestamp: int
+    last_timestamp: int
+    batches: int = 0
+    records: int = 0
+    outcome: str = OPEN
+    marker_offset: int | None = None
+    marker_timestamp: int | None = None
+    marker_epoch: int | None = None
+    coordinator_epoch: int | None = None
+    last_stable_offset_at_marker: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+            "first_offset": self.first_offset, "last_offset": self.last_data_offset,
+            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
+            "batches": self.batches, "records": self.records, "outcome": self.outcome,
+            "marker_offset": self.marker_offset, "marker_timestamp": self.marker_timestamp,
+            "marker_epoch": self.marker_epoch, "coordinator_epoch": self.coordinator_epoch,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedAbortedTxn:
+    """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn).
+
+    ``last_stable_offset`` is what the leader writes, appending the marker on its own. A
+    follower appends a whole fetched chunk, updates the producers with all of it, and only then
+    computes the LSO of each transaction the chunk completed (``UnifiedLog#append`` ->
+    ``ProducerStateManager#lastStableOffset``): where the leader found no other transaction
+    open (marker + 1), a transaction another producer began later in the same chunk counts too.
+    ``follower_last_stable_offset`` is that value (None: a follower writes the leader's).
+    """
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+    follower_last_stable_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRef:
+    """Where a batch sits: file and byte position (for ``path:position`` findings)."""
+
+    path: str | None
+    position: int
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(slots=True, kw_only=True)
+class ReplayEvent:
+    """Something the replay noticed at a batch: a broken rule, a duplicate, a lone marker."""
+
+    kind: str
+    batch: BatchRef
+    message: str
+    # The last offset of the producer's previous data batch, as its state has it (None: none);
+    # the rules for cleaned and retention-cut history look at it.
+    previous_offset: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SnapshotCheckpoint:
+    """The state the replay had when its map end offset reached a snapshot's offset."""
+
+    offset: int
+    entries: list[ProducerSnapshotEntry]
+
+
+@dataclass(slots=True, kw_only=True)
+class ReplayResult:
+    transactions: list[Transaction] = field(default_factory=list)
+    expected_aborted: list[ExpectedAbortedTxn] = field(default_factory=list)
+    events: list[ReplayEvent] = field(default_factory=list)
+    snapshot_states: dict[int, SnapshotCheckpoint] = field(default_factory=dict)
+    state: ProducerStateManager = field(default_factory=ProducerStateManager)
+    first_offset: int | None = None
+    log_end_offset: int = 0
+    max_timestamp: int = -1
+    min_timestamp: int = -1  # smallest batch max timestamp seen (-1: none)
+    batches: int = 0
+    data_records: int = 0
+
+    @property
+    def open_transactions(self) -> list[Transaction]:
+        return [t for t in self.transactions if t.outcome == OPEN]
