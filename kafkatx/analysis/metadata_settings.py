@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # kafka-transactions.sh find-hanging's default
 MAX_TIMEOUT_CONFIG = "transaction.max.timeout.ms"  # TransactionLogConfig
+MIN_ISR_CONFIG = "min.insync.replicas"
 PARTITION_COUNT_CONFIGS = {TRANSACTION_STATE_TOPIC: "transaction.state.log.num.partitions",
                            GROUP_METADATA_TOPIC: "offsets.topic.num.partitions"}
 
@@ -80,16 +81,29 @@ def _view_of(pdir: PartitionDir) -> ClusterView | None:
 
 def leader_log_ends(evidence: Discovery, log_dir: LogDir | None) -> frozenset[tuple[str, int]]:
     """(topic, partition) of every partition whose HW is its log end offset in ``log_dir``'s
-    copy: its broker (``meta.properties`` ``node.id``) leads it as its only replica in the
-    metadata image (``kafkatx.semantics.leader_high_watermark``). Empty without a node id or a
-    metadata log."""
+    copy: its broker (``meta.properties`` ``node.id``) leads it with an ISR of itself alone and
+    a minimum ISR of one in the metadata image (``kafkatx.semantics.leader_high_watermark``).
+    Empty without a node id or a metadata log."""
     node_id = node_id_of(log_dir)
     image = None if node_id is None else metadata_image(evidence, log_dir=log_dir)
     if image is None or node_id is None:
         return frozenset()
+    default = _int_config(image, MIN_ISR_CONFIG)
     return frozenset((t.name, pid) for t in image.topics.values()
                      for pid, part in t.partitions.items()
-                     if high_watermark_is_log_end(part, node_id))
+                     if high_watermark_is_log_end(part, node_id,
+                                                  _min_isr(image, t.name, default)))
+
+
+def _min_isr(image: ClusterImage, topic: str, default: tuple[int, str] | None) -> int:
+    """The topic's ``min.insync.replicas``: its own config, else the brokers' (the metadata
+    log's, else Kafka's default 1; a value in ``server.properties`` alone is not in the
+    evidence)."""
+    value = image.topic_configs(topic).get(MIN_ISR_CONFIG)
+    try:
+        return int(value.strip()) if value is not None else (default[0] if default else 1)
+    except ValueError:
+        return default[0] if default else 1
 
 
 def _int_config(image: ClusterImage, name: str) -> tuple[int, str] | None:

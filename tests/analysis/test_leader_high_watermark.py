@@ -26,12 +26,20 @@ def _registration(replicas: tuple[int, ...], isr: tuple[int, ...], leader: int) 
                      directories=(), elr=(), last_known_elr=())
 
 
-def test_only_a_sole_replica_leader_has_its_log_end_as_hw() -> None:
+def test_only_a_leader_alone_in_its_isr_has_its_log_end_as_hw() -> None:
     assert high_watermark_is_log_end(_registration((1,), (1,), 1), 1)
     assert not high_watermark_is_log_end(_registration((1,), (1,), -1), 1)  # offline, fenced
     assert not high_watermark_is_log_end(_registration((1,), (1,), 1), 2)  # another broker's
-    # with followers, their fetch positions (and KIP-966's min ISR) hold the HW: unknown
-    assert not high_watermark_is_log_end(_registration((1, 2), (1,), 1), 1)
+    # followers in the ISR: their fetch positions hold the HW, unknown
+    assert not high_watermark_is_log_end(_registration((1, 2), (1, 2), 1), 1)
+    # followers out of the ISR do not (Partition#maybeIncrementLeaderHW), unless the ISR is
+    # below its minimum: KIP-966 then holds the HW where it was, unknown
+    assert high_watermark_is_log_end(_registration((1, 2), (1,), 1), 1)
+    assert high_watermark_is_log_end(_registration((1, 2), (1,), 1), 1, min_insync_replicas=1)
+    assert not high_watermark_is_log_end(_registration((1, 2), (1,), 1), 1,
+                                         min_insync_replicas=2)
+    # a sole replica: min.insync.replicas above the replica count is the replica count
+    assert high_watermark_is_log_end(_registration((1,), (1,), 1), 1, min_insync_replicas=2)
 
 
 def _lso(path: Path) -> dict[str, tuple[int | None, str, int]]:

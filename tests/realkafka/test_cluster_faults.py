@@ -199,6 +199,9 @@ def test_coordinator_killed_between_prepare_commit_and_the_markers(story: Story)
     assert stuck["transactional_id"] == "coord-a"
     assert "markers written to coord-data-1 (offset 2); missing from coord-data-0" in \
         stuck["message"]
+    # coord-data-0's leader alone in its ISR, below min.insync.replicas 2: its HW stays where
+    # it was (KIP-966), the checkpoint's
+    assert authoritative_rows(killed)[("coord-data", 0)]["high_watermark_source"] == "checkpoint"
     (pending,) = [f for f in kinds(doc, "open_transaction") if f["topic"] == "coord-data"]
     assert pending["severity"] == "warning" and "sent again by any coordinator" in \
         pending["message"]
@@ -233,6 +236,16 @@ def test_unclean_election_loses_the_old_leaders_tail(story: Story) -> None:
     assert roles[f]["role"] == "authoritative" and roles[c]["role"] == "diverged"
     cut = roles[c]["truncation_offset"]
     assert cut == 3  # u1's records and its marker: what F had when it stopped
+    # the new leader alone in unclean-0's ISR (min.insync.replicas 1): its HW is its log end
+    # (Partition#maybeIncrementLeaderHW), whatever its checkpoint; so was the killed old
+    # leader's, alone in the ISR too
+    assert authoritative_rows(elected)[("unclean", 0)]["high_watermark_source"] == \
+        "leader_log_end"
+    killed = story.moments["coordinator-killed"]
+    alone = {(r["topic"], r["partition"]): r for r in kafkatx("lso", killed.copies[
+        story.coordinator])}
+    assert (alone[("unclean", 0)]["high_watermark"], alone[("unclean", 0)][
+        "high_watermark_source"]) == (8, "leader_log_end")
     doc = inspected(elected)
     lost = [x for x in kinds(doc, "replica_lost_committed_records") if x["topic"] == "unclean"]
     assert [x["offset"] for x in lost] == [cut]
