@@ -39,6 +39,11 @@ class FormatError(KafkatxError):
             self.message, path=path or self.path, position=position, field=self.field
         )
 
+    def to_dict(self) -> dict[str, object]:
+        """The problem as the JSON of every reader's ``problems`` has it."""
+        return {"path": self.path, "position": self.position, "field": self.field,
+                "message": self.message}
+
     def __str__(self) -> str:
         where = self.path or "<bytes>"
         if self.position is not None:

@@ -52,8 +52,7 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _problem_dicts(problems: Iterable[FormatError]) -> list[dict[str, object]]:
-    return [{"path": p.path, "position": p.position, "field": p.field, "message": p.message}
-            for p in problems]
+    return [p.to_dict() for p in problems]
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,16 +17,18 @@ from dataclasses import dataclass, field
 import construct as c
 
 from kafkatx.errors import FormatError
+from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
 from kafkatx.formats.primitives import INT32_MAX, Int32
 from kafkatx.formats.zero_tail import zero_tail_start
 
 ENTRY_SIZE = 8
 
 # The on-disk entry; used to build. Reading uses the equivalent ``struct`` format below because
-# a full index holds up to 1.3 million entries and construct is far too slow for that.
+# a full index holds up to 1.3 million entries and construct is far too slow for that (the
+# broker's segments read their last entry with it too).
 _ENTRY = c.Struct("relative_offset" / Int32, "position" / Int32)
-_ENTRY_FAST = struct.Struct(">ii")
-assert _ENTRY.sizeof() == _ENTRY_FAST.size == ENTRY_SIZE
+ENTRY_STRUCT = struct.Struct(">ii")
+assert _ENTRY.sizeof() == ENTRY_STRUCT.size == ENTRY_SIZE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,27 +55,10 @@ class OffsetIndexEntry:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetIndexRead:
-    """What an index file holds: its entries, a preallocated zero tail, and any damage."""
+class OffsetIndexRead(IndexFileRead[OffsetIndexEntry]):
+    """What an offset index file holds: its entries, a preallocated zero tail, and any damage."""
 
-    base_offset: int
-    entries: tuple[OffsetIndexEntry, ...]
-    problems: tuple[FormatError, ...] = ()
-    preallocated_tail_bytes: int = 0
-    path: str | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "base_offset": self.base_offset,
-            "entries": [e.to_dict() for e in self.entries],
-            "preallocated_tail_bytes": self.preallocated_tail_bytes,
-            "problems": [
-                {"path": p.path, "position": p.position, "field": p.field, "message": p.message}
-                for p in self.problems
-            ],
-        }
+    __slots__ = ()
 
 
 def read_offset_index(
@@ -95,7 +80,7 @@ def read_offset_index(
     entries: list[OffsetIndexEntry] = []
     tail = 0
     last_rel: int | None = None
-    for i, (rel, pos) in enumerate(_ENTRY_FAST.iter_unpack(data[:whole])):
+    for i, (rel, pos) in enumerate(ENTRY_STRUCT.iter_unpack(data[:whole])):
         at = i * ENTRY_SIZE
         if last_rel is not None and rel <= last_rel:
             if at >= zero_from:
@@ -115,7 +100,7 @@ def read_offset_index(
                                         position=pos, file_position=at))
         last_rel = rel
     if size != whole:
-        problems.append(_length_problem(size, path))
+        problems.append(length_problem(size, ENTRY_SIZE, path))
     return OffsetIndexRead(base_offset=base_offset, entries=tuple(entries),
                            problems=tuple(problems), preallocated_tail_bytes=tail, path=path)
 
@@ -134,14 +119,14 @@ def sanity_check(
     problems: list[FormatError] = []
     if entries:
         at = (entries - 1) * ENTRY_SIZE
-        rel = _ENTRY_FAST.unpack_from(data, at)[0]
+        rel = ENTRY_STRUCT.unpack_from(data, at)[0]
         if rel < 0:
             problems.append(FormatError(
                 f"corrupt index: non-zero size but the last offset is {base_offset + rel}, "
                 f"which is less than the base offset {base_offset}",
                 path=path, position=at, field="relative_offset"))
     if size % ENTRY_SIZE:
-        problems.append(_length_problem(size, path))
+        problems.append(length_problem(size, ENTRY_SIZE, path))
     return problems
 
 
@@ -153,26 +138,10 @@ def build_offset_index(
     ``preallocate_to`` pads with zero bytes to that size rounded down to a whole entry, like a
     not-yet-trimmed file (``AbstractIndex`` preallocation).
     """
-    out = bytearray()
-    for e in entries:
-        rel = e.offset - base_offset
-        if rel != e.relative_offset:
-            raise ValueError(f"entry {e}: relative offset does not match base offset {base_offset}")
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {e.offset} is not within 2**31-1 of base {base_offset}")
+    def entry_bytes(e: OffsetIndexEntry) -> bytes:
+        rel = relative_offset(e, base_offset)
         if not 0 <= e.position <= INT32_MAX:
             raise ValueError(f"position {e.position} is not a non-negative int32")
-        out += _ENTRY.build({"relative_offset": rel, "position": e.position})
-    if preallocate_to is not None:
-        target = preallocate_to - preallocate_to % ENTRY_SIZE
-        if target < len(out):
-            raise ValueError(f"preallocate_to={preallocate_to} is smaller than the entries")
-        out += bytes(target - len(out))
-    return bytes(out)
+        return _ENTRY.build({"relative_offset": rel, "position": e.position})
 
-
-def _length_problem(size: int, path: str | None) -> FormatError:
-    return FormatError(
-        f"file length {size} is not a multiple of {ENTRY_SIZE} "
-        f"({size % ENTRY_SIZE} trailing bytes ignored)",
-        path=path, position=size - size % ENTRY_SIZE, field="length")
+    return preallocated(map(entry_bytes, entries), ENTRY_SIZE, preallocate_to)

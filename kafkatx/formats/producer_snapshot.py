@@ -112,10 +112,7 @@ class ProducerSnapshot:
             "computed_crc": self.computed_crc,
             "crc_valid": self.crc_valid,
             "entries": [e.to_dict() for e in self.entries],
-            "problems": [
-                {"path": p.path, "position": p.position, "field": p.field, "message": p.message}
-                for p in self.problems
-            ],
+            "problems": [p.to_dict() for p in self.problems],
         }
 
 

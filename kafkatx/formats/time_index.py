@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import construct as c
 
 from kafkatx.errors import FormatError
-from kafkatx.formats.primitives import INT32_MAX, Int32, Int64
+from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
+from kafkatx.formats.primitives import Int32, Int64
 from kafkatx.formats.zero_tail import zero_tail_start
 
 ENTRY_SIZE = 12
@@ -25,8 +26,8 @@ NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP: the "last timestamp" of an empty 
 
 # The on-disk entry; used to build. Reading uses the equivalent ``struct`` format for speed.
 _ENTRY = c.Struct("timestamp" / Int64, "relative_offset" / Int32)
-_ENTRY_FAST = struct.Struct(">qi")
-assert _ENTRY.sizeof() == _ENTRY_FAST.size == ENTRY_SIZE
+ENTRY_STRUCT = struct.Struct(">qi")
+assert _ENTRY.sizeof() == ENTRY_STRUCT.size == ENTRY_SIZE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,27 +51,10 @@ class TimeIndexEntry:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TimeIndexRead:
+class TimeIndexRead(IndexFileRead[TimeIndexEntry]):
     """What a time index file holds: its entries, a preallocated zero tail, and any damage."""
 
-    base_offset: int
-    entries: tuple[TimeIndexEntry, ...]
-    problems: tuple[FormatError, ...] = ()
-    preallocated_tail_bytes: int = 0
-    path: str | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "base_offset": self.base_offset,
-            "entries": [e.to_dict() for e in self.entries],
-            "preallocated_tail_bytes": self.preallocated_tail_bytes,
-            "problems": [
-                {"path": p.path, "position": p.position, "field": p.field, "message": p.message}
-                for p in self.problems
-            ],
-        }
+    __slots__ = ()
 
 
 def read_time_index(
@@ -94,7 +78,7 @@ def read_time_index(
     entries: list[TimeIndexEntry] = []
     tail = 0
     last: tuple[int, int] | None = None
-    for i, (ts, rel) in enumerate(_ENTRY_FAST.iter_unpack(data[:whole])):
+    for i, (ts, rel) in enumerate(ENTRY_STRUCT.iter_unpack(data[:whole])):
         at = i * ENTRY_SIZE
         if at >= zero_from:
             tail = whole - at
@@ -115,7 +99,7 @@ def read_time_index(
                                       file_position=at))
         last = (ts, rel)
     if size != whole:
-        problems.append(_length_problem(size, path))
+        problems.append(length_problem(size, ENTRY_SIZE, path))
     return TimeIndexRead(base_offset=base_offset, entries=tuple(entries),
                          problems=tuple(problems), preallocated_tail_bytes=tail, path=path)
 
@@ -134,8 +118,8 @@ def sanity_check(
     problems: list[FormatError] = []
     if entries:
         at = (entries - 1) * ENTRY_SIZE
-        first_ts = _ENTRY_FAST.unpack_from(data, 0)[0]
-        last_ts, last_rel = _ENTRY_FAST.unpack_from(data, at)
+        first_ts = ENTRY_STRUCT.unpack_from(data, 0)[0]
+        last_ts, last_rel = ENTRY_STRUCT.unpack_from(data, at)
         if last_ts < first_ts:
             problems.append(FormatError(
                 f"corrupt time index: non-zero size but the last timestamp is {last_ts}, "
@@ -147,7 +131,7 @@ def sanity_check(
                 f"{base_offset + last_rel}, which is less than the first offset {base_offset}",
                 path=path, position=at + 8, field="relative_offset"))
     if size % ENTRY_SIZE:
-        problems.append(_length_problem(size, path))
+        problems.append(length_problem(size, ENTRY_SIZE, path))
     return problems
 
 
@@ -155,26 +139,10 @@ def build_time_index(
     entries: Iterable[TimeIndexEntry], base_offset: int, *, preallocate_to: int | None = None
 ) -> bytes:
     """Kafka's bytes for these entries (``TimeIndex#maybeAppend``), optionally zero-padded."""
-    out = bytearray()
-    for e in entries:
-        rel = e.offset - base_offset
-        if rel != e.relative_offset:
-            raise ValueError(f"entry {e}: relative offset does not match base offset {base_offset}")
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {e.offset} is not within 2**31-1 of base {base_offset}")
+    def entry_bytes(e: TimeIndexEntry) -> bytes:
+        rel = relative_offset(e, base_offset)
         if not -(2**63) <= e.timestamp < 2**63:
             raise ValueError(f"timestamp {e.timestamp} is not an int64")
-        out += _ENTRY.build({"timestamp": e.timestamp, "relative_offset": rel})
-    if preallocate_to is not None:
-        target = preallocate_to - preallocate_to % ENTRY_SIZE
-        if target < len(out):
-            raise ValueError(f"preallocate_to={preallocate_to} is smaller than the entries")
-        out += bytes(target - len(out))
-    return bytes(out)
+        return _ENTRY.build({"timestamp": e.timestamp, "relative_offset": rel})
 
-
-def _length_problem(size: int, path: str | None) -> FormatError:
-    return FormatError(
-        f"file length {size} is not a multiple of {ENTRY_SIZE} "
-        f"({size % ENTRY_SIZE} trailing bytes ignored)",
-        path=path, position=size - size % ENTRY_SIZE, field="length")
+    return preallocated(map(entry_bytes, entries), ENTRY_SIZE, preallocate_to)

@@ -75,10 +75,7 @@ class TxnIndexRead:
             "path": self.path,
             "base_offset": self.base_offset,
             "entries": [e.to_dict() for e in self.entries],
-            "problems": [
-                {"path": p.path, "position": p.position, "field": p.field, "message": p.message}
-                for p in self.problems
-            ],
+            "problems": [p.to_dict() for p in self.problems],
         }
 
 

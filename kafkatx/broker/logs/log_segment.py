@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -27,13 +26,12 @@ from kafkatx.formats.batch_layout import (
     MAX_TIMESTAMP_FIELD,
     MAX_TIMESTAMP_OFFSET,
 )
+from kafkatx.formats.offset_index import ENTRY_STRUCT as OFFSET_ENTRY
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.time_index import ENTRY_STRUCT as TIME_ENTRY
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.log_retention import SegmentExtent
 from kafkatx.storage.segment_writer import segment_name
-
-_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
-_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 
 
 class CorruptIndexError(Exception):
@@ -141,12 +139,12 @@ class LogSegment:
         ``CorruptIndexError``."""
         index = self.file(".index").stat().st_size
         time_index = self.file(".timeindex").stat().st_size
-        if index % _INDEX_ENTRY.size:
+        if index % OFFSET_ENTRY.size:
             raise CorruptIndexError(f"{self.file('.index')}: size {index} is not a multiple of "
-                                    f"{_INDEX_ENTRY.size}")
-        if time_index % _TIME_ENTRY.size:
+                                    f"{OFFSET_ENTRY.size}")
+        if time_index % TIME_ENTRY.size:
             raise CorruptIndexError(f"{self.file('.timeindex')}: size {time_index} is not a "
-                                    f"multiple of {_TIME_ENTRY.size}")
+                                    f"multiple of {TIME_ENTRY.size}")
         last = self._last_index_entry()
         if last is not None and (last[0] < 0 or not 0 <= last[1] <= self.size):
             raise CorruptIndexError(f"{self.file('.index')}: last entry {last} is outside "
@@ -161,14 +159,14 @@ class LogSegment:
             return f.read(entry_size)
 
     def _last_index_entry(self) -> tuple[int, int] | None:
-        raw = self._last_entry_bytes(".index", _INDEX_ENTRY.size)
-        return None if raw is None else _INDEX_ENTRY.unpack(raw)
+        raw = self._last_entry_bytes(".index", OFFSET_ENTRY.size)
+        return None if raw is None else OFFSET_ENTRY.unpack(raw)
 
     def load_max_timestamp(self) -> None:
         """``maxTimestampAndOffsetSoFar`` from the time index's last entry (-1 when empty)."""
-        raw = self._last_entry_bytes(".timeindex", _TIME_ENTRY.size)
+        raw = self._last_entry_bytes(".timeindex", TIME_ENTRY.size)
         if raw is not None:
-            timestamp, relative = _TIME_ENTRY.unpack(raw)
+            timestamp, relative = TIME_ENTRY.unpack(raw)
             self.max_timestamp_so_far = timestamp
             self.offset_of_max_timestamp_so_far = self.base_offset + relative
 
