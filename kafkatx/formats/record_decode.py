@@ -74,18 +74,29 @@ def read_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *
     return list(iter_records(buf, pos, parse_header(buf, pos, path=path), path=path))
 
 
-def check_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *,
-                     path: str | None = None) -> None:
-    """Raise the ``FormatError`` :func:`read_records_at` would for the batch at ``row``, without
+def check_records(buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *,
+                  path: str | None = None) -> None:
+    """Raise the ``FormatError`` :func:`read_records` would for the batch at ``pos``, without
     building its records (the C decoder's rows are dropped; a batch it hands over is walked
     by ``iter_records``)."""
-    pos = int(headers.position[row])
-    attributes = int(headers.attributes[row])
+    _check(buf, pos, header.size, header.attributes, header.records_count, header.base_offset,
+           header.base_timestamp, header.max_timestamp, path)
+
+
+def check_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *,
+                     path: str | None = None) -> None:
+    """:func:`check_records` of the v2 batch at ``row`` of a scan's columns."""
+    _check(buf, int(headers.position[row]), int(headers.batch_length[row]) + 12,
+           int(headers.attributes[row]), int(headers.records_count[row]),
+           int(headers.base_offset[row]), int(headers.base_timestamp[row]),
+           int(headers.max_timestamp[row]), path)
+
+
+def _check(buf: bytes | memoryview, pos: int, size: int, attributes: int, count: int,
+           base_offset: int, base_timestamp: int, max_timestamp: int, path: str | None) -> None:
     if _decode is not None:
-        data, _ = payload_at(buf, pos, int(headers.batch_length[row]) + 12,
-                             attributes & COMPRESSION_MASK, path)
-        if _decode(data, int(headers.records_count[row]), int(headers.base_offset[row]),
-                   int(headers.base_timestamp[row]), int(headers.max_timestamp[row]),
+        data, _ = payload_at(buf, pos, size, attributes & COMPRESSION_MASK, path)
+        if _decode(data, count, base_offset, base_timestamp, max_timestamp,
                    bool(attributes & TIMESTAMP_TYPE_MASK)) is not None:
             return
     for _ in iter_records(buf, pos, parse_header(buf, pos, path=path), path=path):

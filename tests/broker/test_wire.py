@@ -125,14 +125,19 @@ def test_api_versions_and_the_unsupported_version_reply(serve: Serve) -> None:
     stop_ok(proc)
 
 
-def test_unserved_malformed_and_unknown_requests(serve: Serve) -> None:
+def test_unserved_malformed_and_unknown_requests_close_the_connection(serve: Serve) -> None:
+    """As Kafka's Processor#parseRequestHeader and RequestContext#parseRequest: a version not
+    served, a body that does not parse and an unknown api key each close the connection
+    (real Kafka 4.0/4.4 side by side: tests/realkafka/test_serve_side_by_side.py)."""
     proc = serve()
+    join = request(JOIN_GROUP, 9, group_id="g", session_timeout=datetime.timedelta(
+        seconds=10), rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+        protocol_type="consumer", protocols=())
     with WireClient(proc.port) as c:
-        join = request(JOIN_GROUP, 9, group_id="g", session_timeout=datetime.timedelta(
-            seconds=10), rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
-            protocol_type="consumer", protocols=())
-        assert c.call(join).error_code == ErrorCode.unsupported_version  # v8+ is not served
-        # A truncated Metadata body: an (empty) answer, and the connection stays usable.
+        c.send(join)  # v8+ is not served
+        with pytest.raises(ConnectionError):
+            c.receive_raw()
+    with WireClient(proc.port) as c:
         corr = c.send(request(METADATA, 5, topics=None, allow_auto_topic_creation=False))
         c.receive_raw()
         buf = io.BytesIO()
@@ -140,9 +145,10 @@ def test_unserved_malformed_and_unknown_requests(serve: Serve) -> None:
             request_api_key=METADATA, request_api_version=5, correlation_id=corr + 1,
             client_id="x")
         entity_writer(type(header))(buf, header)
-        c.correlation_id += 1
-        c.send_raw(buf.getvalue() + b"\x00\x00")
-        assert struct.unpack_from(">i", c.receive_raw())[0] == corr + 1
+        c.send_raw(buf.getvalue() + b"\x00\x00")  # a truncated Metadata body
+        with pytest.raises(ConnectionError):
+            c.receive_raw()
+    with WireClient(proc.port) as c:
         assert c.call(request(METADATA, 1, topics=None)).brokers[0].port == proc.port
         c.send_raw(struct.pack(">hhih", 999, 0, 5, -1))
         with pytest.raises(ConnectionError):

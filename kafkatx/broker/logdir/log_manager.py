@@ -24,7 +24,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +101,22 @@ def validate_topic_name(name: str) -> str | None:
     if not _LEGAL_TOPIC.fullmatch(name):
         return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
                 "alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def unify_collision_chars(name: str) -> str:
+    """``Topic#unifyCollisionChars``: '.' and '_' collide in metric names."""
+    return name.replace(".", "_")
+
+
+def collision_problem(name: str, existing: Iterable[str]) -> str | None:
+    """``ReplicationControlManager#validateNewTopicNames``: why ``name`` may not be created
+    beside ``existing`` (another name equal to it once '.' and '_' are unified), else None.
+    Checked on every creation path: CreateTopics, Metadata auto-creation, internal topics."""
+    unified = unify_collision_chars(name)
+    for other in existing:
+        if other != name and unify_collision_chars(other) == unified:
+            return f"Topic '{name}' collides with existing topic: {other}"
     return None
 
 
@@ -403,6 +419,9 @@ class LogManager:
             raise TopicError("invalid", problem)
         if name in self.topics:
             raise TopicError("exists", f"Topic '{name}' already exists.")
+        problem = collision_problem(name, self.topics)
+        if problem is not None:
+            raise TopicError("invalid", problem)
         topic = Topic(name, random_topic_id(), dict(configs or {}),
                       num_partitions=num_partitions)
         self._metadata().create_topic(name, kafka_uuid(topic.topic_id), num_partitions,

@@ -62,6 +62,7 @@ from kafkatx.formats.record_batch import (
     iter_records,
     parse_header,
 )
+from kafkatx.formats.record_decode import check_records
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.cleaner_selection import segment_range
 from kafkatx.semantics.leader_epochs import EpochCache
@@ -323,8 +324,27 @@ class PartitionLog(LogReplication, LogReads):
             raise AppendError(ErrorCode.invalid_record,
                               f"Invalid sequence number {h.base_sequence} in record batch with "
                               f"producerId {h.producer_id} in topic partition {self.name}")
+        if origin == AppendOrigin.CLIENT:
+            self._validate_records(records)
         if self.config.compact:
             self._validate_keys(records)
+
+    def _validate_records(self, records: bytes) -> None:
+        """``LogValidator#validateMessagesAndAssignOffsets``: every record of the batch is
+        decoded (decompressed first) before anything is appended. A record that does not
+        decode is ``InvalidRecordException`` (INVALID_RECORD); compressed bytes that do not
+        decompress are a ``KafkaException`` from the codec stream, which Kafka answers with
+        UNKNOWN_SERVER_ERROR (both as real Kafka 4.0 and 4.4 answer, issue 25)."""
+        try:
+            check_records(records, 0, parse_header(records, 0))
+        except FormatError as exc:
+            if exc.field == "compression":
+                raise AppendError(ErrorCode.unknown_server_error,
+                                  f"Failed to decompress the records of the batch in topic "
+                                  f"partition {self.name}: {exc.message}") from None
+            raise AppendError(ErrorCode.invalid_record,
+                              f"The records of the batch in topic partition {self.name} do not "
+                              f"decode: {exc.message}") from None
 
     def _validate_keys(self, records: bytes) -> None:
         """``LogValidator#validateKey`` + ``#processRecordErrors`` for a compacted topic: every

@@ -4,9 +4,10 @@ Mirrors what Kafka's ``SocketServer`` / ``RequestChannel`` / ``KafkaApis#handle`
 client: 4-byte size-prefixed frames, requests of one connection handled one at a time and
 answered in order, ApiVersions answered even for versions the broker does not know (an
 UNSUPPORTED_VERSION reply in the v0 layout, ``ApiVersionsRequest#getErrorResponse``), no response
-for acks=0 produce requests. Where Kafka closes the connection on a request it cannot parse, this
-server answers with an error response when it can encode one (INVALID_REQUEST, or
-UNSUPPORTED_VERSION for an API it does not serve), so a client sees an error, not a hang.
+for acks=0 produce requests. A request Kafka cannot take closes the connection, as Kafka's
+``Processor#parseRequestHeader`` and ``RequestContext#parseRequest`` do: an unknown api key, a
+version the broker does not serve (ApiVersions excepted), a body that does not parse (truncated,
+a length past the end of the frame), a frame size below 0 or above ``socket.request.max.bytes``.
 """
 
 from __future__ import annotations
@@ -384,15 +385,18 @@ class Broker:
             return None, f"closed: unknown api key {key} v{version}"
         response_cls = codec.response_type(key, version)
         if handler is None or not handler.supports(version):
-            self.warn(f"{conn.peer}: {request_cls.__name__} v{version} is not supported")
-            return codec.encode_response_chunks(
-                corr, codec.error_response(response_cls, ErrorCode.unsupported_version)), None
+            # Processor#parseRequestHeader: UnsupportedVersionException (or
+            # InvalidRequestException for an API not enabled), and the connection is closed.
+            self.warn(f"{conn.peer}: {request_cls.__name__} v{version} is not supported; "
+                      "closing")
+            return None, f"closed: {request_cls.__name__} v{version} is not supported"
         try:
             header, body = codec.parse_request(payload, request_cls)
         except codec.RequestDecodeError as exc:
-            self.warn(f"{conn.peer}: cannot parse {request_cls.__name__} v{version}: {exc}")
-            return codec.encode_response_chunks(
-                corr, codec.error_response(response_cls, ErrorCode.invalid_request)), None
+            # RequestContext#parseRequest: InvalidRequestException, the connection is closed.
+            self.warn(f"{conn.peer}: cannot parse {request_cls.__name__} v{version}: {exc}; "
+                      "closing")
+            return None, f"closed: unparsable {request_cls.__name__} v{version}"
         ctx = RequestContext(key, version, corr, getattr(header, "client_id", None),
                              response_cls, conn.peer)
         if self.config.verbose:

@@ -43,6 +43,7 @@ from kafkatx.broker.logdir.log_manager import (
     INTERNAL_PARTITIONS,
     Topic,
     TopicError,
+    collision_problem,
     kafka_uuid,
     random_topic_id,
     validate_topic_name,
@@ -223,6 +224,10 @@ class Cluster:
             raise TopicError("invalid", problem)
         if any(name in b.logs.topics for b in self.brokers.values()):
             raise TopicError("exists", f"Topic '{name}' already exists.")
+        for b in self.brokers.values():
+            problem = collision_problem(name, b.logs.topics)
+            if problem is not None:
+                raise TopicError("invalid", problem)
         if assignment is None:
             rf = replication_factor if replication_factor is not None \
                 else self.default_replication_factor

@@ -43,7 +43,12 @@ from kafkatx.broker.config.validation import (
     canonical_topic_value,
     validate_topic_configs,
 )
-from kafkatx.broker.logdir.log_manager import Topic, TopicError, validate_topic_name
+from kafkatx.broker.logdir.log_manager import (
+    Topic,
+    TopicError,
+    collision_problem,
+    validate_topic_name,
+)
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
@@ -57,16 +62,31 @@ BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 
 
+#: ``QuorumController.MAX_RECORDS_PER_USER_OP``: partitions one CreateTopics (or
+#: CreatePartitions) request may add, checked before anything is created.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+def _too_many_partitions(broker: BrokerContext, request: Any) -> bool:
+    """``ReplicationControlManager#validateTotalNumberOfPartitions`` of a CreateTopics."""
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += broker.config.num_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            return True
+    return False
+
+
 class _Refused(Exception):
     def __init__(self, error: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error = error
         self.message = message
-
-
-def _unify(name: str) -> str:
-    """``Topic#unifyCollisionChars``: '.' and '_' collide in metric names."""
-    return name.replace(".", "_")
 
 
 def _check_create(broker: BrokerContext, topic: Any) -> tuple[int, dict[str, str]]:
@@ -79,10 +99,9 @@ def _check_create(broker: BrokerContext, topic: Any) -> tuple[int, dict[str, str
                        f"Creation of internal topic {name} is prohibited.")
     if name in broker.logs.topics:
         raise _Refused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    for existing in broker.logs.topics:
-        if _unify(existing) == _unify(name):
-            raise _Refused(ErrorCode.invalid_topic_exception,
-                           f"Topic '{name}' collides with existing topic: {existing}")
+    problem = collision_problem(name, broker.logs.topics)
+    if problem is not None:
+        raise _Refused(ErrorCode.invalid_topic_exception, problem)
     assignments = tuple(topic.assignments or ())
     num_partitions, rf = topic.num_partitions, topic.replication_factor
     if assignments:
@@ -148,6 +167,13 @@ def _replication(broker: BrokerContext, topic: Any, num_partitions: int) -> list
 async def handle_create_topics(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
     results = []
+    if _too_many_partitions(broker, request):
+        # A PolicyViolationException for the whole request: every topic gets it.
+        return codec.make(ctx.response_cls, topics=tuple(
+            codec.make(ctx.resp.CreatableTopicResult, name=t.name,
+                       error_code=ErrorCode.policy_violation,
+                       error_message="Excessively large number of partitions per request.",
+                       num_partitions=-1, replication_factor=-1) for t in request.topics))
     for topic in request.topics:
         extra: dict[str, Any] = {}
         try:
@@ -427,6 +453,18 @@ def _check_create_partitions(broker: BrokerContext, request: Any) -> int:
 @api(37, 0, 3)
 async def handle_create_partitions(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
+    additional = 0
+    for wanted in request.topics:
+        topic = broker.logs.topics.get(wanted.name)
+        if topic is not None and wanted.count > topic.num_partitions:
+            additional += wanted.count - topic.num_partitions
+    if additional > MAX_PARTITIONS_PER_REQUEST:
+        # ReplicationControlManager#validateTotalNumberOfPartitions (Kafka 4.4's message).
+        return codec.make(ctx.response_cls, results=tuple(
+            codec.make(ctx.resp.CreatePartitionsTopicResult, name=t.name,
+                       error_code=ErrorCode.policy_violation,
+                       error_message="Excessively large number of additional partitions per "
+                                     "request.") for t in request.topics))
     duplicates = [n for n in dict.fromkeys(names) if names.count(n) > 1]
     results = [codec.make(ctx.resp.CreatePartitionsTopicResult, name=n,
                              error_code=ErrorCode.invalid_request,
