@@ -187,17 +187,32 @@ class TransactionCompletion:
         error = self._append(md, transit)
         if error != ErrorCode.none:
             return error, *none
-        complete = self._after_prepare(md, transit, next_state is S.PREPARE_COMMIT)
-        return ErrorCode.none, complete.producer_id, complete.producer_epoch
+        pid, epoch = self._after_prepare(md, transit, next_state is S.PREPARE_COMMIT)
+        return ErrorCode.none, pid, epoch
 
     def _after_prepare(self, md: TransactionMetadata, transit: TxnTransitMetadata,
-                       commit: bool) -> TxnTransitMetadata:
+                       commit: bool) -> tuple[int, int]:
         """The PrepareCommit/PrepareAbort is in the log: the markers (``crash-after`` stops
-        here); returns the CompleteCommit/CompleteAbort transition."""
+        here; with ``--brokers N`` they wait until the ISR has it); returns the producer id and
+        epoch CompleteCommit/CompleteAbort will carry."""
         if self.broker.faults.crashes_after(transit.txn_state):
             crash(f"transactional id {md.transactional_id}: {transit.txn_state.kafka_name} "
                   "written, no marker")
-        return self._complete(md, commit=commit)
+        ids = md.completed_ids()
+        if self.durability.active:
+            self.durability.then(md.transactional_id, lambda: self._complete_once_prepared(
+                md, transit.txn_state, commit))
+            return ids
+        self._complete(md, commit=commit)
+        return ids
+
+    def _complete_once_prepared(self, md: TransactionMetadata, prepared: TransactionState,
+                                commit: bool) -> None:
+        """The markers of a Prepare* the ISR now has, unless this broker stopped coordinating
+        the id meanwhile (the new coordinator completes it from its own copy)."""
+        if self.cache.get(md.transactional_id) is md and md.state is prepared \
+                and md.pending_state is None:
+            self._complete(md, commit=commit)
 
     def _complete(self, md: TransactionMetadata, *, commit: bool) -> TxnTransitMetadata:
         """``TransactionMarkerChannelManager#addTxnMarkersToSend`` through ``tryAppendToLog``:
@@ -218,7 +233,9 @@ class TransactionCompletion:
                 later.setdefault(delay, []).append(tp)
             else:
                 now.append(tp)
-        if now:
+        if now and self.durability.active:
+            later.setdefault(0, []).extend(now)  # acks=-1: written and awaited in a task
+        elif now:
             retry = self._send_markers(md, commit, now)
             if retry:
                 later.setdefault(0, []).extend(retry)
@@ -250,13 +267,32 @@ class TransactionCompletion:
                                 + ", ".join(f"{t}-{p}" for t, p in later[delay])
                                 + f" delayed by {delay} ms")
             await asyncio.sleep(max(0.0, start + delay / 1000 - asyncio.get_running_loop().time()))
-            pending += self._send_markers(md, commit, later[delay])
+            pending += await self._send_durably(md, commit, later[delay])
         while pending:
             await asyncio.sleep(RETRY_BACKOFF_S)
-            if self.broker.stopping.is_set():
-                return
-            pending = self._send_markers(md, commit, pending)
+            if self.broker.stopping.is_set() or self.cache.get(md.transactional_id) is not md:
+                return  # stopped, or no longer its coordinator: the new one completes it
+            pending = await self._send_durably(md, commit, pending)
         self._finish(md, transit)
+
+    async def _send_durably(self, md: TransactionMetadata, commit: bool,
+                            partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """:meth:`_send_markers`, and with ``--brokers N`` each written marker awaited until its
+        partition's ISR has it (``WriteTxnMarkers`` appends with acks=-1); returns the
+        partitions to write again."""
+        retry = self._send_markers(md, commit, partitions)
+        if not self.durability.active:
+            return retry
+        for tp in partitions:
+            if tp not in retry:
+                error = await self.durability.marker_replicated(tp)
+                if error != ErrorCode.none:
+                    self.broker.warn(f"transactional id {md.transactional_id}: the "
+                                     f"{'COMMIT' if commit else 'ABORT'} marker in "
+                                     f"{tp[0]}-{tp[1]} is not replicated ({error.name}); "
+                                     "writing it again")
+                    retry.append(tp)
+        return retry
 
     def _send_markers(self, md: TransactionMetadata, commit: bool,
                       partitions: list[TopicPartition]) -> list[TopicPartition]:

@@ -39,6 +39,7 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker.config.broker_config import LEADER_EPOCH
 from kafkatx.broker.coordinators.coordinator_log import CoordinatorAppendError, append, build_batch
 from kafkatx.broker.coordinators.txn_completion import TransactionCompletion
+from kafkatx.broker.coordinators.txn_durability import TxnDurability, append_error, snapshot
 from kafkatx.broker.coordinators.txn_metadata import (
     IllegalTransitionError,
     TopicPartition,
@@ -79,18 +80,6 @@ class InitProducerIdResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-def _append_error(error: ErrorCode) -> ErrorCode:
-    """``appendTransactionToLog``'s mapping of a failed log append to the client's error."""
-    if error in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_enough_replicas,
-                 ErrorCode.not_enough_replicas_after_append, ErrorCode.request_timed_out):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
-        return ErrorCode.unknown_server_error
-    return error
-
-
 class TransactionCoordinator(TransactionCompletion):
     """Every transactional id of this node (it leads all 50 ``__transaction_state`` partitions)."""
 
@@ -105,6 +94,7 @@ class TransactionCoordinator(TransactionCompletion):
         self._delayed_tasks: set[asyncio.Task[None]] = set()
         # --brokers N: the __transaction_state partitions this broker leads, with their epochs.
         self.owned: dict[int, int] = {}
+        self.durability = TxnDurability(broker, self.partition_for, self.cache)
 
     @staticmethod
     def partition_for(transactional_id: str) -> int:
@@ -114,14 +104,24 @@ class TransactionCoordinator(TransactionCompletion):
 
     def _append(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> ErrorCode:
         """``appendTransactionToLog``: write the value, then complete the transition; on a
-        failed write the pending state is cleared and the mapped error returned."""
+        failed write the pending state is cleared and the mapped error returned. With
+        ``--brokers N`` the write is acks=-1 (:mod:`~kafkatx.broker.coordinators.txn_durability`):
+        refused below the partition's min ISR, and a transition the ISR does not take in time
+        is undone (Complete* excepted: a new coordinator completes a Prepare* again)."""
+        durable = self.durability.active
+        if durable:
+            refused = self.durability.min_isr_error(md.transactional_id)
+            if refused is not None:
+                md.pending_state = None
+                return append_error(refused)
         try:
             value = md.value_to_write(transit, self.transaction_version)
             batch = build_batch([(build_key(TransactionLogKey(
                 transactional_id=md.transactional_id)), build_value(value))],
                 self.broker.now_ms())
-            append(self.broker.logs, TRANSACTION_STATE_TOPIC,
-                   self.partition_for(md.transactional_id), batch, self.broker.now_ms())
+            written = append(self.broker.logs, TRANSACTION_STATE_TOPIC,
+                             self.partition_for(md.transactional_id), batch,
+                             self.broker.now_ms())
         except IllegalTransitionError:
             md.pending_state = None  # nothing was written: the id must stay usable
             raise
@@ -129,7 +129,13 @@ class TransactionCoordinator(TransactionCompletion):
             md.pending_state = None
             self.broker.warn(f"transactional id {md.transactional_id}: appending "
                              f"{transit.txn_state.kafka_name} failed: {exc}")
-            return _append_error(exc.error)
+            return append_error(exc.error)
+        if durable and transit.txn_state not in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            before = snapshot(md)
+            before["pending_state"] = None
+            md.complete_transition_to(transit, value)
+            self.durability.watch(md, before, written.last_offset + 1, transit.txn_state)
+            return ErrorCode.none
         md.complete_transition_to(transit, value)
         return ErrorCode.none
 

@@ -221,15 +221,19 @@ class TransactionMetadata:
                              next_producer_id=next_producer_id,
                              client_transaction_version=client_transaction_version)
 
+    def completed_ids(self) -> tuple[int, int]:
+        """The producer id and epoch of the Complete* that follows this Prepare*."""
+        if (supports_epoch_bump(self.client_transaction_version)
+                and self.next_producer_id != NO_PRODUCER_ID):
+            return self.next_producer_id, 0
+        return self.producer_id, self.producer_epoch
+
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
         """``prepareComplete``: CompleteCommit/CompleteAbort once every marker is written; an
         epoch exhausted under transactions v2 moves to the next producer id at epoch 0."""
         new_state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         self.has_failed_epoch_fence = False
-        pid, epoch = self.producer_id, self.producer_epoch
-        if (supports_epoch_bump(self.client_transaction_version)
-                and self.next_producer_id != NO_PRODUCER_ID):
-            pid, epoch = self.next_producer_id, 0
+        pid, epoch = self.completed_ids()
         return self._prepare(new_state, pid, epoch, self.producer_epoch, self.txn_timeout_ms,
                              frozenset(), self.txn_start_timestamp, now_ms,
                              client_transaction_version=self.client_transaction_version)

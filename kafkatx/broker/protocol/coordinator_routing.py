@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkatx.broker.coordinators.txn_durability import append_error
 from kafkatx.broker.faults import reject_response
 from kafkatx.broker.logdir.log_manager import INTERNAL_PARTITIONS
-from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.semantics.coordinator_partition import partition_for
 
 if TYPE_CHECKING:
@@ -56,28 +57,34 @@ def not_coordinator_response(broker: BrokerContext, ctx: RequestContext,
 
 
 async def await_coordinator_replication(broker: BrokerContext, ctx: RequestContext,
-                                        request: Any) -> None:
-    """Hold the answer to a group or transaction request of a ``--brokers N`` serve until the
-    coordinator partition's high watermark reaches its log end (``DelayedProduce`` of the
-    coordinator's acks=-1 append), at most ``COORDINATOR_WRITE_TIMEOUT_S``. Unlike Kafka, the
-    coordinator's state already moved on when its record reached the leader's log; a record
-    the ISR has not taken in time is logged and the answer sent anyway."""
+                                        request: Any) -> ErrorCode:
+    """The answer to a group or transaction request of a ``--brokers N`` serve waits until
+    what the coordinator wrote for it is in the ISR (the coordinators' acks=-1 appends), at
+    most ``COORDINATOR_WRITE_TIMEOUT_S``; returns the error the client gets instead of the
+    handler's answer when it is not (NONE: answer as the handler did). A transaction
+    coordinator's write that does not become durable is undone
+    (:mod:`kafkatx.broker.coordinators.txn_durability`); a group coordinator's stays in its
+    state (Kafka's would not: the client's retry writes it again)."""
     if broker.cluster is None:
-        return
+        return ErrorCode.none
     key = ctx.api_key
-    if key in GROUP_APIS:
-        topic, ident = GROUP_METADATA_TOPIC, getattr(request, GROUP_APIS[key], None)
-    elif key in TRANSACTION_APIS:
-        topic, ident = TRANSACTION_STATE_TOPIC, getattr(request, TRANSACTION_APIS[key], None)
-    else:
-        return
+    if key in TRANSACTION_APIS:
+        txn_id = getattr(request, TRANSACTION_APIS[key], None)
+        verdict = broker.transactions.durability.take(txn_id) if txn_id else None
+        return ErrorCode.none if verdict is None else await verdict
+    if key not in GROUP_APIS:
+        return ErrorCode.none
+    ident = getattr(request, GROUP_APIS[key], None)
     if not ident:
-        return
-    part = broker.replicas.leader_partition(topic, partition_for(ident, INTERNAL_PARTITIONS))
+        return ErrorCode.none
+    part = broker.replicas.leader_partition(GROUP_METADATA_TOPIC,
+                                            partition_for(ident, INTERNAL_PARTITIONS))
     if part is None or part.log.high_watermark >= part.log.log_end_offset:
-        return
+        return ErrorCode.none
     error = await broker.replicas.wait_for_replication(part, part.log.log_end_offset,
                                                       COORDINATOR_WRITE_TIMEOUT_S)
-    if error != ErrorCode.none:
-        broker.warn(f"{part.log.name}: coordinator records not replicated to the ISR "
-                    f"({error.name}); answering anyway")
+    if error == ErrorCode.none:
+        return error
+    broker.warn(f"{part.log.name}: coordinator records not replicated to the ISR "
+                f"({error.name}); the client is told {append_error(error).name}")
+    return append_error(error)

@@ -416,7 +416,9 @@ class Broker:
             return codec.encode_response_chunks(corr, refused), None
         try:
             response = await handler.handle(self, ctx, body)
-            await await_coordinator_replication(self, ctx, body)
+            unreplicated = await await_coordinator_replication(self, ctx, body)
+            if unreplicated != ErrorCode.none:
+                response = reject_response(ctx, body, unreplicated)
         except asyncio.CancelledError:
             raise
         except codec.CloseConnection as exc:

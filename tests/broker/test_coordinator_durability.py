@@ -1,0 +1,90 @@
+"""``kafkatx serve --brokers 3``: the transaction coordinator answers only what its ISR has
+(``TransactionStateManager#appendTransactionToLog`` appends with acks=-1), so a coordinator
+cut off from its followers and then killed never decides a transaction twice (issue 25).
+
+The reproduction of the issue: librdkafka aborts a transaction while the coordinator cannot
+replicate; before, the abort was answered OK after 5 s ("answering anyway"), the coordinator
+died, the new one still had the transaction Ongoing and the producer's next commit committed
+the aborted records. Now the abort is not confirmed while the ISR lacks PrepareAbort, the
+producer retries it on the new coordinator, and a read_committed consumer receives the
+committed records only, every one of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkatx.semantics.coordinator_partition import partition_for
+from kafkatx.testing import KafkaBroker
+from tests.broker.test_cluster import (
+    BROKERS,
+    consume_committed,
+    partition_states,
+    running_port,
+    wait_for,
+)
+from tests.broker.wire import WireClient, request
+
+TOPIC = "durable"
+
+
+def _coordinator(cluster: KafkaBroker, txn_id: str) -> int:
+    return partition_states(cluster.ports[0], "__transaction_state")[
+        partition_for(txn_id)].leader_id
+
+
+def _start(tmp_path: Path, ck: Any) -> KafkaBroker:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = KafkaBroker(tmp_path / "cluster", BROKERS).start()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(TOPIC, 3, 3)]).values():
+        future.result(10)
+    with WireClient(cluster.ports[0]) as client:  # creates __transaction_state
+        client.call(request(10, 1, key="probe", key_type=1))
+    return cluster
+
+
+@pytest.mark.parametrize("decision", ["abort", "commit"])
+def test_an_end_txn_the_isr_lacks_is_not_confirmed_and_is_decided_once(
+        tmp_path: Path, decision: str) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    cluster = _start(tmp_path, ck)
+    try:
+        txn_id = f"tx-{decision}"
+        producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                                "transactional.id": txn_id, "acks": "all"})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        for p in range(3):
+            producer.produce(TOPIC, value=f"first-{p}".encode(), partition=p)
+        producer.flush(10)
+        coordinator = _coordinator(cluster, txn_id)
+        for other in (n for n in (1, 2, 3) if n != coordinator):
+            cluster.cut_replication(coordinator, other)
+        end = producer.abort_transaction if decision == "abort" else producer.commit_transaction
+        with pytest.raises(ck.KafkaException) as refused:
+            end(8)  # the coordinator cannot replicate Prepare*: no OK, only retries
+        assert refused.value.args[0].retriable() or refused.value.args[0].code() in (
+            ck.KafkaError._TIMED_OUT,)
+        log = cluster.serve_log()
+        assert "not replicated to the ISR" in log and "answering anyway" not in log
+        cluster.kill_broker(coordinator)
+        cluster.clear_faults()
+        survivor = running_port(cluster, {coordinator})
+        wait_for(lambda: partition_states(survivor, "__transaction_state")[
+            partition_for(txn_id)].leader_id not in (-1, coordinator), 15.0, "a new coordinator")
+        end(30)  # retried on the new coordinator: decided there, once
+        producer.begin_transaction()
+        for p in range(3):
+            producer.produce(TOPIC, value=f"second-{p}".encode(), partition=p)
+        producer.commit_transaction(30)
+        got = consume_committed(ck, cluster.bootstrap_servers, TOPIC, 99, timeout_s=8.0)
+        first = [f"first-{p}".encode() for p in range(3)] if decision == "commit" else []
+        assert sorted(got) == sorted(first + [f"second-{p}".encode() for p in range(3)])
+        del producer
+    finally:
+        cluster.kill()
