@@ -141,6 +141,15 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
               type=click.IntRange(1),
               help="A follower not caught up for this long leaves the ISR "
                    "(replica.lag.time.max.ms; --brokers N).")
+@click.option("--connections-max-idle-ms", default=600_000, show_default=True,
+              type=click.IntRange(1),
+              help="Close a connection that sent nothing for this long, also one stalled in "
+                   "the middle of a request (connections.max.idle.ms).")
+@click.option("--queued-max-request-bytes", default=104_857_600, show_default=True,
+              type=click.IntRange(1),
+              help="Request bytes read or handled at once over all connections "
+                   "(queued.max.request.bytes; Kafka's default is unbounded): a connection "
+                   "waits before reading a request that does not fit.")
 @click.option("--verbose", is_flag=True,
               help="Log every request, and how long each start-up phase took, on stderr.")
 def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto_create: bool,
@@ -155,7 +164,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                   verbose: bool, from_dir: Path | None = None,
                   control_port: int | None = None, num_brokers: int = 1,
                   default_replication_factor: int | None = None,
-                  replica_lag_time_max_ms: int = 30_000) -> None:
+                  replica_lag_time_max_ms: int = 30_000,
+                  connections_max_idle_ms: int = 600_000,
+                  queued_max_request_bytes: int = 104_857_600) -> None:
     """Run a single-node Kafka-protocol broker that writes a real Kafka log dir.
 
     Real clients (librdkafka, kafka-python, aiokafka, ...) produce, fetch, run transactions and
@@ -197,7 +208,9 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           group_min_session_timeout_ms=group_min_session_timeout_ms,
                           transaction_version=transaction_version, faults=faults,
                           metadata_snapshot_bytes=metadata_snapshot_bytes,
-                          replica_lag_time_max_ms=replica_lag_time_max_ms)
+                          replica_lag_time_max_ms=replica_lag_time_max_ms,
+                          connections_max_idle_ms=connections_max_idle_ms,
+                          queued_max_request_bytes=queued_max_request_bytes)
     if num_brokers > 1:
         _serve_cluster(config, num_brokers, default_replication_factor or min(num_brokers, 3),
                        console, control_port)

@@ -56,6 +56,12 @@ class BrokerConfig:
     # once this many bytes of records were appended since the last (and at a clean shutdown).
     metadata_snapshot_bytes: int = 20 * 1024 * 1024  # kraft_log.DEFAULT_SNAPSHOT_BYTES
     replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms (--brokers N)
+    # connections.max.idle.ms: a connection sending nothing (or stalled inside a request) this
+    # long is closed, as Kafka's Selector closes idle connections.
+    connections_max_idle_ms: int = 600_000
+    # queued.max.request.bytes: request bytes being read or handled at once, all connections
+    # together (Kafka's MemoryPool; Kafka's default is unbounded, serve's the largest frame).
+    queued_max_request_bytes: int = 104_857_600
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

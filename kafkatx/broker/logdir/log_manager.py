@@ -19,12 +19,14 @@ adopted: its topic is written to the metadata log.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +79,7 @@ INTERNAL_TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
                               "unclean.leader.election.enable": "false"},
 }
 MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
+CREATE_SLICE = 32  # partitions created between two yields to the event loop
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -177,6 +180,8 @@ class LogManager:
         self.config = config
         self.root = Path(config.log_dir)
         self.topics: dict[str, Topic] = {}
+        self.creating: set[str] = set()  # topics whose partitions are being created
+        self._deleter = ThreadPoolExecutor(1, thread_name_prefix="kafka-delete-logs")
         self.cluster_id = ""
         self.directory_id = ""
         self.controller: Controller | None = None
@@ -414,21 +419,55 @@ class LogManager:
     def create_topic(self, name: str, num_partitions: int,
                      configs: Mapping[str, str] | None = None) -> Topic:
         """Create the partition directories and their metadata files; the logs are opened."""
+        topic = self.begin_create(name, num_partitions, configs)
+        for p in range(num_partitions):
+            self._create_log(topic, p)
+        return self._end_create(topic)
+
+    async def create_logs_in_slices(self, topic: Topic) -> Topic:
+        """The logs of a topic :meth:`begin_create` recorded, ``CREATE_SLICE`` partitions at a
+        time in a worker thread (their directories and files are fsynced), so a topic of
+        thousands of partitions does not stall every other connection (as in Kafka, whose
+        brokers create the logs when they apply the controller's records); the topic is known
+        to other requests once its last partition exists (its name is taken from the start)."""
+        try:
+            for start in range(0, topic.num_partitions, CREATE_SLICE):
+                stop = min(start + CREATE_SLICE, topic.num_partitions)
+                if topic.num_partitions <= CREATE_SLICE:
+                    self._create_logs(topic, start, stop)
+                else:  # their files are fsynced: off the event loop
+                    await asyncio.to_thread(self._create_logs, topic, start, stop)
+        except BaseException:
+            self.creating.discard(topic.name)
+            raise
+        return self._end_create(topic)
+
+    def _create_logs(self, topic: Topic, start: int, stop: int) -> None:
+        for p in range(start, stop):
+            self._create_log(topic, p)
+
+    def begin_create(self, name: str, num_partitions: int,
+                     configs: Mapping[str, str] | None) -> Topic:
+        """Validate and record a new topic (its TopicRecord and PartitionRecords); its logs
+        follow (:meth:`create_logs_in_slices`)."""
         problem = validate_topic_name(name)
         if problem is not None:
             raise TopicError("invalid", problem)
-        if name in self.topics:
+        if name in self.topics or name in self.creating:
             raise TopicError("exists", f"Topic '{name}' already exists.")
-        problem = collision_problem(name, self.topics)
+        problem = collision_problem(name, [*self.topics, *self.creating])
         if problem is not None:
             raise TopicError("invalid", problem)
         topic = Topic(name, random_topic_id(), dict(configs or {}),
                       num_partitions=num_partitions)
         self._metadata().create_topic(name, kafka_uuid(topic.topic_id), num_partitions,
                                       topic.configs)
-        for p in range(num_partitions):
-            self._create_log(topic, p)
-        self.topics[name] = topic
+        self.creating.add(name)
+        return topic
+
+    def _end_create(self, topic: Topic) -> Topic:
+        self.creating.discard(topic.name)
+        self.topics[topic.name] = topic
         return topic
 
     def create_partitions(self, topic: Topic, count: int) -> None:
@@ -531,7 +570,9 @@ class LogManager:
             unique = uuid.uuid4().hex
             target = log.dir.with_name(f"{log.dir.name}.{unique}-delete")
             log.dir.rename(target)
-            shutil.rmtree(target, ignore_errors=True)
+            # Kafka's kafka-delete-logs task removes the renamed directories in the
+            # background; a topic of thousands of partitions must not stall the event loop.
+            self._deleter.submit(shutil.rmtree, target, True)
         if any(t == name for t, _ in self.cleaner_checkpoints()):
             self.update_cleaner_checkpoints({})
         return topic
@@ -677,6 +718,7 @@ class LogManager:
         self.checkpoint_high_watermarks()
         for log in self.all_logs():
             log.close()
+        self._deleter.shutdown(wait=True)  # deleted topics' directories all gone
         atomic_write(self.root / RECOVERY_CHECKPOINT,
                      build_offset_checkpoint(self._entries("log_end_offset",
                                                            RECOVERY_CHECKPOINT)))

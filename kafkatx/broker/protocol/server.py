@@ -66,6 +66,42 @@ class _Connection:
     client_software: str | None = field(default=None)
 
 
+async def _read_exactly(reader: asyncio.StreamReader, n: int, idle_s: float) -> bytes:
+    """``n`` bytes; ``TimeoutError`` when none arrives for ``idle_s`` (connections.max.idle.ms:
+    Kafka's idle timer restarts with every byte received)."""
+    if n <= 65536:
+        return await asyncio.wait_for(reader.readexactly(n), idle_s)
+    out = bytearray()
+    while len(out) < n:
+        chunk = await asyncio.wait_for(reader.read(min(n - len(out), 1 << 20)), idle_s)
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(out), n)
+        out += chunk
+    return bytes(out)
+
+
+class RequestMemory:
+    """``queued.max.request.bytes`` as Kafka's ``SimpleMemoryPool`` keeps it: request bytes
+    taken by all connections together; a request that does not fit waits (its connection is
+    not read, as Kafka mutes it) until enough is released, and one larger than the whole pool
+    waits until the pool is empty."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._released = asyncio.Event()
+
+    async def acquire(self, size: int) -> None:
+        while self.used and self.used + size > self.limit:
+            self._released.clear()
+            await self._released.wait()
+        self.used += size
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        self._released.set()
+
+
 class Broker:
     """A broker over ``config.log_dir``: the single node of ``kafkatx serve``, or one of the
     brokers of a ``--brokers N`` cluster (``cluster``: the controller they share)."""
@@ -91,6 +127,7 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self.port = config.port
         self.stopping = asyncio.Event()
+        self.request_memory = RequestMemory(config.queued_max_request_bytes)
 
     @property
     def advertised_host(self) -> str:
@@ -346,22 +383,35 @@ class Broker:
             self.log(f"{peer} {reason} after {conn.requests} requests")
 
     async def _serve(self, conn: _Connection, reader: asyncio.StreamReader) -> str:
+        idle_s = self.config.connections_max_idle_ms / 1000
         while True:
             try:
-                size_bytes = await reader.readexactly(4)
+                size_bytes = await _read_exactly(reader, 4, idle_s)
             except asyncio.IncompleteReadError:
                 return "closed by client"
+            except TimeoutError:
+                return f"closed: idle for {self.config.connections_max_idle_ms} ms"
             size = _SIZE.unpack(size_bytes)[0]
             if size < 0 or size > codec.MAX_FRAME_BYTES:
                 self.warn(f"{conn.peer}: request size {size} is invalid; closing")
                 return "closed: invalid frame size"
-            payload = await reader.readexactly(size)
-            conn.requests += 1
-            frame, close_reason = await self._handle_frame(conn, payload)
-            if frame:
-                for chunk in frame:
-                    conn.writer.write(chunk)
-                await conn.writer.drain()
+            # Kafka's MemoryPool: the connection is not read until the request fits.
+            await self.request_memory.acquire(size)
+            try:
+                try:
+                    payload = await _read_exactly(reader, size, idle_s)
+                except TimeoutError:
+                    return (f"closed: no byte of the request for "
+                            f"{self.config.connections_max_idle_ms} ms")
+                conn.requests += 1
+                frame, close_reason = await self._handle_frame(conn, payload)
+                del payload
+                if frame:
+                    for chunk in frame:
+                        conn.writer.write(chunk)
+                    await conn.writer.drain()
+            finally:
+                self.request_memory.release(size)
             if close_reason:
                 return close_reason
 

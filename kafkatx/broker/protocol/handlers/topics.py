@@ -13,6 +13,7 @@ Unlike Kafka, the internal topics cannot grow: the coordinators hash ids onto 50
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ from kafkatx.broker.config.validation import (
     validate_topic_configs,
 )
 from kafkatx.broker.logdir.log_manager import (
+    CREATE_SLICE,
     Topic,
     TopicError,
     collision_problem,
@@ -97,9 +99,9 @@ def _check_create(broker: BrokerContext, topic: Any) -> tuple[int, dict[str, str
     if name in INTERNAL_TOPICS:
         raise _Refused(ErrorCode.invalid_request,
                        f"Creation of internal topic {name} is prohibited.")
-    if name in broker.logs.topics:
+    if name in broker.logs.topics or name in broker.logs.creating:
         raise _Refused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    problem = collision_problem(name, broker.logs.topics)
+    problem = collision_problem(name, [*broker.logs.topics, *broker.logs.creating])
     if problem is not None:
         raise _Refused(ErrorCode.invalid_topic_exception, problem)
     assignments = tuple(topic.assignments or ())
@@ -163,6 +165,25 @@ def _replication(broker: BrokerContext, topic: Any, num_partitions: int) -> list
     return broker.cluster.assignment(num_partitions, rf)
 
 
+_CREATIONS: set[asyncio.Future[Topic]] = set()  # creations going on past their answer
+
+
+async def _create_within(broker: BrokerContext, name: str, num_partitions: int,
+                         configs: dict[str, str]) -> Topic:
+    """The topic recorded, then its logs created in slices off the event loop (other
+    connections are served meanwhile): as Kafka answers CreateTopics once the controller
+    committed the records (its brokers create the logs after), a topic of more than
+    ``CREATE_SLICE`` partitions is answered at once and known to Metadata once its last log
+    exists; a smaller one is answered when it is complete."""
+    topic = broker.logs.begin_create(name, num_partitions, configs)
+    task = asyncio.ensure_future(broker.logs.create_logs_in_slices(topic))
+    _CREATIONS.add(task)
+    task.add_done_callback(_CREATIONS.discard)
+    if num_partitions <= CREATE_SLICE:
+        await task
+    return topic
+
+
 @api(19, 2, 7)
 async def handle_create_topics(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     names = [t.name for t in request.topics]
@@ -185,7 +206,7 @@ async def handle_create_topics(broker: BrokerContext, ctx: RequestContext, reque
             if request.validate_only:
                 topic_id = None
             elif broker.cluster is None:
-                created = broker.logs.create_topic(topic.name, num_partitions, configs)
+                created = await _create_within(broker, topic.name, num_partitions, configs)
                 topic_id = created.topic_id
                 broker.log(f"created topic {topic.name} with {num_partitions} partitions")
             else:
