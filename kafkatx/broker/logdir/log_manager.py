@@ -570,9 +570,11 @@ class LogManager:
             unique = uuid.uuid4().hex
             target = log.dir.with_name(f"{log.dir.name}.{unique}-delete")
             log.dir.rename(target)
-            # Kafka's kafka-delete-logs task removes the renamed directories in the
-            # background; a topic of thousands of partitions must not stall the event loop.
-            self._deleter.submit(shutil.rmtree, target, True)
+            if len(topic.logs) <= CREATE_SLICE:
+                shutil.rmtree(target, ignore_errors=True)
+            else:  # Kafka's kafka-delete-logs task removes them in the background: a topic
+                # of thousands of partitions must not stall the event loop
+                self._deleter.submit(shutil.rmtree, target, True)
         if any(t == name for t, _ in self.cleaner_checkpoints()):
             self.update_cleaner_checkpoints({})
         return topic
