@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from kafkatx.broker.config.dynamic import DynamicBrokerConfigs, topic_config_val
 from kafkatx.broker.kraft.controller import BROKER_RESOURCE, Controller
 from kafkatx.broker.kraft.metadata_log import METADATA_DIR, KRaftMetadataLog
 from kafkatx.broker.log_loader import LoadProgress
+from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.broker.logs.files import atomic_write, create_if_missing
 from kafkatx.broker.logs.log_values import AppendError, LogConfig
 from kafkatx.broker.logs.partition_log import LogLoadError, PartitionLog
@@ -78,9 +78,7 @@ INTERNAL_TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
                               "min.insync.replicas": "1", "segment.bytes": "104857600",
                               "unclean.leader.election.enable": "false"},
 }
-MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
 CREATE_SLICE = 32  # partitions created between two yields to the event loop
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 class TopicError(Exception):
@@ -90,37 +88,6 @@ class TopicError(Exception):
         super().__init__(message)
         self.kind = kind  # "invalid" | "exists" | "unknown" | "config"
         self.message = message
-
-
-def validate_topic_name(name: str) -> str | None:
-    """``Topic#validate``: why ``name`` is not a legal topic name (None when it is)."""
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_NAME_LENGTH:
-        return (f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-                f"topic name: {name}")
-    if not _LEGAL_TOPIC.fullmatch(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-                "alphanumerics, '.', '_' and '-'")
-    return None
-
-
-def unify_collision_chars(name: str) -> str:
-    """``Topic#unifyCollisionChars``: '.' and '_' collide in metric names."""
-    return name.replace(".", "_")
-
-
-def collision_problem(name: str, existing: Iterable[str]) -> str | None:
-    """``ReplicationControlManager#validateNewTopicNames``: why ``name`` may not be created
-    beside ``existing`` (another name equal to it once '.' and '_' are unified), else None.
-    Checked on every creation path: CreateTopics, Metadata auto-creation, internal topics."""
-    unified = unify_collision_chars(name)
-    for other in existing:
-        if other != name and unify_collision_chars(other) == unified:
-            return f"Topic '{name}' collides with existing topic: {other}"
-    return None
 
 
 def random_topic_id() -> uuid.UUID:
@@ -425,11 +392,9 @@ class LogManager:
         return self._end_create(topic)
 
     async def create_logs_in_slices(self, topic: Topic) -> Topic:
-        """The logs of a topic :meth:`begin_create` recorded, ``CREATE_SLICE`` partitions at a
-        time in a worker thread (their directories and files are fsynced), so a topic of
-        thousands of partitions does not stall every other connection (as in Kafka, whose
-        brokers create the logs when they apply the controller's records); the topic is known
-        to other requests once its last partition exists (its name is taken from the start)."""
+        """The logs of a topic :meth:`begin_create` recorded, ``CREATE_SLICE`` at a time in a
+        worker thread (fsyncs), so thousands of partitions stall no connection; the topic is
+        known once its last log exists (as Kafka's brokers create logs after the records)."""
         try:
             for start in range(0, topic.num_partitions, CREATE_SLICE):
                 stop = min(start + CREATE_SLICE, topic.num_partitions)
@@ -448,8 +413,7 @@ class LogManager:
 
     def begin_create(self, name: str, num_partitions: int,
                      configs: Mapping[str, str] | None) -> Topic:
-        """Validate and record a new topic (its TopicRecord and PartitionRecords); its logs
-        follow (:meth:`create_logs_in_slices`)."""
+        """Validate and record a new topic; its logs follow (:meth:`create_logs_in_slices`)."""
         problem = validate_topic_name(name)
         if problem is not None:
             raise TopicError("invalid", problem)

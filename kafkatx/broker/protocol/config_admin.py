@@ -31,7 +31,7 @@ from kafkatx.broker.config.validation import (
     parse_broker_log_config,
     validate_topic_configs,
 )
-from kafkatx.broker.logdir.log_manager import validate_topic_name
+from kafkatx.broker.logdir.topic_names import validate_topic_name
 
 if TYPE_CHECKING:
     from kafkatx.broker.logdir.log_manager import LogManager

@@ -43,11 +43,10 @@ from kafkatx.broker.logdir.log_manager import (
     INTERNAL_PARTITIONS,
     Topic,
     TopicError,
-    collision_problem,
     kafka_uuid,
     random_topic_id,
-    validate_topic_name,
 )
+from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.formats.checkpoints import META_PROPERTIES_FILE, read_meta_properties
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH

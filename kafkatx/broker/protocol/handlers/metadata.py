@@ -28,7 +28,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.config.broker_config import LEADER_EPOCH
 from kafkatx.broker.context import ClusterError
-from kafkatx.broker.logdir.log_manager import Topic, TopicError, validate_topic_name
+from kafkatx.broker.logdir.log_manager import Topic, TopicError
+from kafkatx.broker.logdir.topic_names import validate_topic_name
 from kafkatx.broker.protocol.acl_operations import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_AUTHORIZED_OPERATIONS,

@@ -44,13 +44,8 @@ from kafkatx.broker.config.validation import (
     canonical_topic_value,
     validate_topic_configs,
 )
-from kafkatx.broker.logdir.log_manager import (
-    CREATE_SLICE,
-    Topic,
-    TopicError,
-    collision_problem,
-    validate_topic_name,
-)
+from kafkatx.broker.logdir.log_manager import CREATE_SLICE, Topic, TopicError
+from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
