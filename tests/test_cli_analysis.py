@@ -198,7 +198,7 @@ def test_inspect_table_is_one_screen_with_remediation() -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "partitions: 6, segments: 7" in out
-    assert "findings (2 errors, 1 warning, 0 info)" in out
+    assert "findings (2 errors, 1 warning, 1 info)" in out
     lines = out.splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.startswith("error"))
     assert re.match(r"error\s+hanging_transaction payments-0 offset 19: ledger-writer "
@@ -225,7 +225,8 @@ def test_the_threshold_decides_what_is_pinned(args: tuple[str, ...], pinned: boo
     doc = run_json("inspect", "--now", NOW, *args, LOGDIR)
     assert [f["kind"] for f in doc["findings"] if f["partition"] == 0
             and f["topic"] == "payments"] == ["hanging_transaction",
-                                              "lso_pinned" if pinned else "open_transaction"]
+                                              "lso_pinned" if pinned else "open_transaction",
+                                              "restart_keeps_transaction"]
 
 
 def test_transaction_state_partitions_detected_or_given(tmp_path: Path) -> None:

@@ -89,8 +89,10 @@ def test_clean_has_no_finding_and_commits_offsets_in_transactions() -> None:
 def test_hanging_payments_transaction() -> None:
     path = SERVED / "hanging"
     found = findings(path, verify_status=1)
+    # a restart keeps it: the snapshot and the log hold it (UnifiedLog#loadProducerState)
     assert located(found) == {("hanging_transaction", "payments", 0, 0),
-                              ("open_transaction", "payments", 0, 0)}
+                              ("open_transaction", "payments", 0, 0),
+                              ("restart_keeps_transaction", "payments", 0, 0)}
     hanging = by_kind(found, "hanging_transaction")
     assert hanging["transactional_id"] == "checkout" and hanging["severity"] == "error"
     assert "no COMMIT marker reached payments-0" in hanging["message"]
@@ -118,7 +120,9 @@ def test_stuck_prepare_after_the_crash() -> None:
     assert "missing from orders-0, payments-0" in stuck["message"]
     assert {f for f in located(found) if f[0] != "index_mismatch"} == {
         ("stuck_prepare", "__transaction_state", partition_for("checkout"), stuck["offset"]),
-        ("open_transaction", "orders", 0, 3), ("open_transaction", "payments", 0, 2)}
+        ("open_transaction", "orders", 0, 3), ("open_transaction", "payments", 0, 2),
+        ("restart_keeps_transaction", "orders", 0, 3),
+        ("restart_keeps_transaction", "payments", 0, 2)}
     # The active segments' indexes were never written (the metadata log's too): Kafka's
     # recovery rebuilds them.
     assert {(f["topic"], f["severity"]) for f in found if f["kind"] == "index_mismatch"} == {
@@ -219,7 +223,8 @@ def test_retention_deleted_the_start_of_a_hanging_transaction() -> None:
     path = SERVED / "retention-hanging"
     found = findings(path, verify_status=1)
     assert {(f["kind"], f["topic"], f["partition"], f["offset"]) for f in found} == {
-        ("hanging_transaction", "payments", 0, 0), ("open_transaction", "payments", 0, 0)}
+        ("hanging_transaction", "payments", 0, 0), ("open_transaction", "payments", 0, 0),
+        ("restart_keeps_transaction", "payments", 0, 0)}
     hanging = by_kind(found, "hanging_transaction")
     assert hanging["remediation"].endswith("--topic payments --partition 0 --start-offset 0")
     # its records went with the deleted segments: no kafkatx dump that would export nothing

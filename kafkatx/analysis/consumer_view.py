@@ -135,8 +135,9 @@ def prepare(
         if as_of_offset is not None:
             raise KafkatxError("--as-of-offset replays the log as it stood at an offset; "
                                "--after-restart replays it as a broker loads it now: give one")
-        return _after_restart(pdir, isolation=isolation, high_watermark=high_watermark,
-                              scan=read_scan, now_ms=now_ms)
+        return _after_restart(pdir, isolation=isolation,
+                              high_watermark=None if high_watermark_at_log_end
+                              else high_watermark, scan=read_scan, now_ms=now_ms)
     # The segment scanned last, kept: the load below reads the log's tail again right after
     # the replay (one scan's columns held at a time).
     last: dict[Path, SegmentScan] = {}
@@ -218,10 +219,10 @@ def _after_restart(pdir: PartitionDir, *, isolation: IsolationLevel, high_waterm
     """The view of a broker that has just loaded these files (:mod:`kafkatx.storage.log_load`):
     its log start and end, its LSO, the ``.txnindex`` entries it serves (rebuilt where it
     recovers a segment) and the bytes recovery keeps of each segment."""
+    from kafkatx.analysis.restart_view import load_after_restart
     from kafkatx.analysis.stable_offsets import stable_offsets
-    from kafkatx.storage.log_load import load_inputs, load_partition_dir
 
-    outcome = load_partition_dir(pdir, load_inputs(pdir, now_ms=now_ms), scan=scan)
+    outcome = load_after_restart(pdir, now_ms=now_ms, scan=scan)
     if outcome.failure is not None:
         raise KafkatxError(f"{pdir.path}: a broker restarting on these files would not bring "
                            f"the partition online: {outcome.failure}")

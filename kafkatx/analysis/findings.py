@@ -53,6 +53,10 @@ KINDS: dict[str, FindingKind] = {
     "open_transaction": FindingKind(WARNING, "a transaction with no marker yet"),
     "lso_pinned": FindingKind(
         ERROR, "an open transaction idle past find-hanging's threshold holds the LSO"),
+    "restart_changes": FindingKind(
+        WARNING, "a broker restart on these files would serve something else (Kafka's load)"),
+    "restart_keeps_transaction": FindingKind(
+        INFO, "the transaction holding the LSO survives a broker restart: restarting won't help"),
     "high_watermark_beyond_log_end": FindingKind(
         WARNING, "the checkpointed high watermark is above the log end offset"),
     "high_watermark_below_log_start": FindingKind(

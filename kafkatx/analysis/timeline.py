@@ -37,7 +37,7 @@ from kafkatx.analysis.transaction_verdicts import (
 from kafkatx.semantics.coordinator_partition import partition_for
 
 # Transaction outcomes in the timeline contract
-OUTCOMES = ("committed", "aborted", "open", "hanging")
+OUTCOMES = ("committed", "aborted", "open", "hanging", "forgotten")  # forgotten: --after-restart
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,6 +292,8 @@ class TimelineBuilder:
             outcome = "hanging"
         elif "open" in statuses:
             outcome = "open"
+        elif statuses == {"forgotten"}:  # --after-restart: the load forgets it, no marker
+            outcome = "forgotten"
         else:
             outcome = "committed" if statuses == {COMMITTED} else "aborted"
         end = None

@@ -1,54 +1,47 @@
-"""Loading a partition directory at start-up, as Kafka's ``LogLoader`` does.
+"""Loading a partition directory at start-up: Kafka's ``LogLoader``, carried out.
 
-Mirrors ``LogLoader#load`` / ``#loadSegmentFiles`` / ``#recoverLog`` / ``#recoverSegment``,
-``LogSegment#recover`` and ``UnifiedLog#rebuildProducerState``:
+What the load does is decided once, by the model of ``LogManager#loadLog`` /
+``LogLoader#load`` in :mod:`kafkatx.semantics.log_load` (the same model ``--after-restart``
+shows on evidence). This module hands it the broker's own partition directory, then carries
+out the file changes it decided (``.deleted``/``.cleaned``/``.swap`` leftovers, the bytes cut
+after the last valid batch, rebuilt ``.index``/``.timeindex``/``.txnindex`` files, segments
+deleted, producer snapshots written and deleted) and opens the segments it leaves.
 
-* every segment is opened without reading its batches; its indexes are sanity-checked
-  (``LogSegment#sanityCheck``) and the log end offset is read from the last segment's offset
-  index onwards (``LogSegment#readNextOffset``);
-* after a clean shutdown (``.kafka_cleanshutdown``) nothing is recovered: producer state comes
-  from the newest producer snapshot at or below the log end offset (after a clean shutdown the
-  one at the log end offset), nothing is replayed;
-* after an unclean shutdown, the segments from the one holding the recovery point
-  (``recovery-point-offset-checkpoint``) to the end are recovered: their batches are scanned and
-  checked (CRC), a partial batch at the end of the log is cut off, their ``.index`` /
-  ``.timeindex`` / ``.txnindex`` are rebuilt, and producer state is rebuilt from the newest
-  snapshot at or below the first recovered segment through every recovered batch. A segment whose
-  indexes are missing or corrupt is recovered in both cases (from it to the end; Kafka recovers
-  that segment alone).
-
-Producer state is rebuilt with :mod:`kafkatx.semantics.producer_state` (origin REPLICATION, as
-``LogSegment#updateProducerState``). Where kafkatx differs from Kafka: damage other than a partial
-tail is refused (``LogLoadError``) rather than truncated away, and the snapshot named by the
-first segment's base offset is used even when that is the log start offset (so producers whose
-batches went with deleted segments stay known).
+Where ``kafkatx serve`` differs from Kafka: damage other than a partial tail of the last
+segment (zeros or a batch cut short) and legacy (v0/v1) batches in a segment to recover are
+refused (``LogLoadError``) before anything is changed, rather than truncated away.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkatx.broker.logs.files import atomic_write
-from kafkatx.broker.logs.log_segment import BatchTable, CorruptIndexError, LogSegment
-from kafkatx.broker.logs.segment_swap import recover_interrupted_swaps
+from kafkatx.broker.logs.log_segment import BatchTable, LogSegment
 from kafkatx.errors import KafkatxError
-from kafkatx.formats.producer_snapshot import read_producer_snapshot, snapshot_file_name
-from kafkatx.formats.record_batch import ControlType
+from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING
-from kafkatx.formats.segment_scan import SegmentScan
-from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index, read_txn_index
-from kafkatx.semantics.producer_state import TV_UNKNOWN, AppendOrigin, ProducerStateManager
+from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.txn_index import build_txn_index
+from kafkatx.semantics.loaded_segment import LoadedSegment, file_name
+from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, load_partition
+from kafkatx.semantics.producer_state import ProducerStateManager
+from kafkatx.semantics.producer_state_load import replay
+from kafkatx.storage.files import open_bytes
+from kafkatx.storage.layout import parse_topic_partition_name
 from kafkatx.storage.segment_writer import SegmentIndexes
+
+__all__ = ["LoadInterrupted", "LoadProgress", "LoadedLog", "LogLoadError", "LogLoader",
+           "replay", "snapshot_offsets"]
 
 
 class LogLoadError(KafkatxError):
     """An existing partition directory the broker will not append to (damage other than a
-    partial tail, a legacy segment that needs recovery)."""
+    partial tail, a legacy segment that needs recovery, a load Kafka's would fail)."""
 
 
 class LoadInterrupted(KafkatxError):
@@ -81,24 +74,12 @@ class LoadedLog:
     segments: list[LogSegment]
     log_end_offset: int
     recovery_point: int
+    log_start_offset: int = 0
     recovered_segments: int = 0
     recovered_bytes: int = 0
     replayed_batches: int = 0
-    snapshot_offset: int | None = None
+    snapshot_offset: int | None = None  # the last snapshot found on disk the load started from
     problems: list[str] = field(default_factory=list)
-
-
-def segment_files(directory: Path) -> list[LogSegment]:
-    """The ``<base>.log`` files of ``directory`` in offset order, opened without reading."""
-    found = []
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name.endswith(".log") and entry.is_file():
-                with contextlib.suppress(ValueError):
-                    found.append(LogSegment(int(entry.name[:-4]), Path(entry.path),
-                                            size=entry.stat().st_size))
-    found.sort(key=lambda s: s.base_offset)
-    return found
 
 
 def snapshot_offsets(directory: Path) -> list[int]:
@@ -111,255 +92,180 @@ def snapshot_offsets(directory: Path) -> list[int]:
     return sorted(out)
 
 
+class _OwnFiles:
+    """The broker's own partition directory as the load model reads it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self._last: tuple[str, SegmentScan] | None = None
+        self.moved: dict[str, str] = {}  # a .swap file renamed by the load: its new name
+
+    def _path(self, name: str) -> Path:
+        return self.dir / self.moved.get(name, name)
+
+    def names(self) -> Iterable[str]:
+        with os.scandir(self.dir) as entries:
+            return [e.name for e in entries if e.is_file()]
+
+    def size(self, name: str) -> int:
+        return self._path(name).stat().st_size
+
+    def read(self, name: str) -> bytes:
+        return self._path(name).read_bytes()
+
+    def scan(self, name: str) -> SegmentScan:
+        if self._last is None or self._last[0] != name:
+            path = self._path(name)
+            if path.stat().st_size == 0:
+                scanned = scan_segment(b"", path=str(path))
+            else:
+                with open_bytes(path) as data:
+                    scanned = scan_segment(data, path=str(path))
+            self._last = (name, scanned)
+        return self._last[1]
+
+    def where(self, name: str) -> str:
+        return str(self.dir / name)
+
+
 class LogLoader:
     """Loads one partition directory into ``producer_state`` and a list of segments."""
 
     def __init__(self, directory: Path, producer_state: ProducerStateManager, *,
-                 had_clean_shutdown: bool, recovery_point: int, now_ms: int | None = None,
-                 progress: LoadProgress | None = None) -> None:
+                 had_clean_shutdown: bool, recovery_point: int, log_start_offset: int = 0,
+                 now_ms: int | None = None, progress: LoadProgress | None = None) -> None:
         self.dir = directory
         self.psm = producer_state
-        self.had_clean_shutdown = had_clean_shutdown
-        self.recovery_point_checkpoint = recovery_point
-        self.now_ms = now_ms
+        self.inputs = LoadInputs(had_clean_shutdown=had_clean_shutdown,
+                                 recovery_point=recovery_point,
+                                 log_start_offset=log_start_offset, now_ms=now_ms)
         self.progress = progress or LoadProgress()
-        self.problems: list[str] = []
 
     def load(self) -> LoadedLog:
-        # removeTempFilesAndCollectSwapFiles and the swap passes (an interrupted cleaning).
-        self.problems.extend(recover_interrupted_swaps(self.dir))
-        segments = segment_files(self.dir)
-        if not segments:
-            self.psm.truncate_fully_and_start_at(0)
-            return LoadedLog(segments=[], log_end_offset=0, recovery_point=0)
-        first_recovered = self._first_segment_to_recover(segments)
-        target = (segments[first_recovered].base_offset if first_recovered < len(segments)
-                  else None)
-        loaded = LoadedLog(segments=segments, log_end_offset=0, recovery_point=0,
-                           problems=self.problems)
-        if target is None:
-            end = segments[-1].read_next_offset()
-            loaded.snapshot_offset = self._rebuild_producer_state(segments, end, loaded,
-                                                                  at_log_end=True)
-            loaded.log_end_offset = end
-        else:
-            loaded.snapshot_offset = self._rebuild_producer_state(segments, target, loaded,
-                                                                  at_log_end=False)
-            loaded.log_end_offset = self._recover(segments, first_recovered, loaded)
-        for seg in segments[:first_recovered]:
-            self._read_txn_index(seg)
-            seg.load_max_timestamp()
-        self._delete_snapshots_after(loaded.log_end_offset)
-        if self.had_clean_shutdown and first_recovered == len(segments):
-            loaded.recovery_point = loaded.log_end_offset
-        else:
-            loaded.recovery_point = min(self.recovery_point_checkpoint, loaded.log_end_offset)
-        return loaded
+        files = _OwnFiles(self.dir)
+        parsed = parse_topic_partition_name(self.dir.name)
+        name = PartitionName(topic=parsed.topic if parsed else self.dir.name,
+                             partition=parsed.partition if parsed else 0,
+                             state=parsed.state if parsed else "live", path=str(self.dir))
+        outcome = load_partition(name, files, self.inputs,
+                                 max_transaction_timeout_ms=self.psm.max_transaction_timeout_ms,
+                                 progress=self.progress.step, state=self.psm)
+        if outcome.failure is not None:
+            raise LogLoadError(f"{self.dir}: {outcome.failure}")
+        self._refuse_damage(outcome)
+        problems = self._carry_out(outcome, files)
+        segments = [self._open(seg, seg is outcome.segments[-1]) for seg in outcome.segments]
+        for seg in outcome.segments:
+            if seg.recovered:
+                self.progress.segments_recovered += 1
+                self.progress.bytes_recovered += seg.size
+        return LoadedLog(segments=segments, log_end_offset=outcome.log_end_offset,
+                         recovery_point=outcome.recovery_point,
+                         log_start_offset=outcome.log_start_offset,
+                         recovered_segments=len(set(outcome.recovered)),
+                         recovered_bytes=sum(s.size for s in outcome.segments if s.recovered),
+                         replayed_batches=outcome.replayed_batches,
+                         snapshot_offset=outcome.found_snapshot, problems=problems)
 
-    # -- which segments ------------------------------------------------------------------------
-
-    def _first_segment_to_recover(self, segments: list[LogSegment]) -> int:
-        """``recoverLog``'s ``segments.values(recoveryPoint, ...)`` after an unclean shutdown, or
-        the first segment whose indexes fail ``sanityCheck`` (``loadSegmentFiles``)."""
-        first = len(segments)
-        if not self.had_clean_shutdown:
-            bases = [s.base_offset for s in segments]
-            first = max(bisect.bisect_right(bases, self.recovery_point_checkpoint) - 1, 0)
-        for i, seg in enumerate(segments[:first]):
-            try:
-                seg.sanity_check()
-            except FileNotFoundError:
-                self.problems.append(f"{seg.path}: rebuilding its .index and .timeindex "
-                                     "(an index file is missing)")
-                return i
-            except CorruptIndexError as exc:
-                self.problems.append(f"{exc}; rebuilding the segment's indexes")
-                return i
-        return first
-
-    # -- producer state -----------------------------------------------------------------------
-
-    def _rebuild_producer_state(self, segments: list[LogSegment], upto: int,
-                                loaded: LoadedLog, *, at_log_end: bool) -> int | None:
-        """``UnifiedLog#rebuildProducerState`` up to ``upto``: the newest loadable snapshot at
-        or below it (from the first segment's base offset on), then the batches after it.
-        Returns the snapshot's offset (None when the state was rebuilt from the first segment).
-        After a clean shutdown without any snapshot (a log written before producer snapshots
-        existed) nothing is replayed, as Kafka does."""
-        first_base = segments[0].base_offset
-        candidates = [o for o in snapshot_offsets(self.dir) if first_base <= o <= upto]
-        if not candidates and self.had_clean_shutdown and at_log_end:
-            self.psm.truncate_fully_and_start_at(upto)
-            return None
-        start = first_base
-        used = None
-        self.psm.truncate_fully_and_start_at(first_base)
-        for offset in reversed(candidates):
-            path = self.dir / snapshot_file_name(offset)
-            snap = read_producer_snapshot(path.read_bytes(), path=str(path))
-            if snap.loadable:
-                self.psm.load_snapshot(list(snap.entries), offset, self.now_ms)
-                start, used = offset, offset
-                break
-            self.problems.append(f"{snap.problems[0]}; an older snapshot is used")
-        if start < upto:
-            for seg in segments:
-                nxt = _next_base(segments, seg)
-                if nxt is not None and nxt <= start:
-                    continue
-                if seg.base_offset >= upto:
-                    break
-                scan = seg.scan()
-                loaded.replayed_batches += replay(self.psm, scan, start, upto, None)
-        self.psm.update_map_end_offset(upto)
-        return used
-
-    # -- recovery -----------------------------------------------------------------------------
-
-    def _recover(self, segments: list[LogSegment], first: int, loaded: LoadedLog) -> int:
-        """``recoverLog`` from ``segments[first]``: returns the log end offset."""
-        end = segments[first].base_offset
-        for i in range(first, len(segments)):
-            self.progress.step()
-            seg = segments[i]
-            last = i == len(segments) - 1
+    def _refuse_damage(self, outcome: LoadOutcome) -> None:
+        """serve appends only to logs of v2 batches whose only damage is a partial tail."""
+        last = outcome.segments[-1] if outcome.segments else None
+        for seg in outcome.segments:
+            if not seg.recovered or seg.files is None:
+                continue
             scan = seg.scan()
-            valid = self._valid_bytes(seg, scan, last=last)
-            if valid < seg.size:
-                self.problems.append(f"{seg.path}: truncated to {valid} of {seg.size} bytes "
-                                     "(a partial batch after an unclean shutdown)")
-                with open(seg.path, "r+b") as f:
-                    f.truncate(valid)
-                seg.size = valid
-            if not (seg.file(".index").exists() and seg.file(".timeindex").exists()):
-                self.problems.append(f"{seg.path}: rebuilding its .index and .timeindex")
-            seg.table = BatchTable.from_scan(scan, valid)
-            aborted: list[AbortedTxnEntry] = []
-            loaded.replayed_batches += replay(self.psm, scan, seg.base_offset, None, aborted,
-                                              end=valid)
-            self._rebuild_indexes(seg)
-            self._rewrite_txn_index(seg, aborted)
-            loaded.recovered_segments += 1
-            loaded.recovered_bytes += valid
-            self.progress.segments_recovered += 1
-            self.progress.bytes_recovered += valid
-            end = seg.table.last[-1] + 1 if len(seg.table) else max(end, seg.base_offset)
-            if not last:
-                seg.table = None  # read again when a fetch needs it: memory stays bounded
-        self.psm.update_map_end_offset(end)
-        return end
+            legacy = (scan.headers.magic < 2) & seg.rows()
+            if legacy.any():
+                position = int(scan.headers.position[legacy.argmax()])
+                raise LogLoadError(f"{self.dir / seg.log}:{position}: a legacy (v0/v1) message; "
+                                   "kafkatx serve only appends to logs of v2 batches")
+            if seg.size >= seg.original_size:
+                continue
+            problem = next((p for p in scan.problems if p.position == seg.size), None)
+            tail = (seg is last and problem is not None
+                    and problem.kind in (TRUNCATED_BATCH, ZERO_PADDING))
+            if not tail:
+                what = str(problem) if problem is not None else (
+                    f"{self.dir / seg.log}:{seg.size}: a batch whose CRC does not check")
+                raise LogLoadError(f"{what}; kafkatx serve only appends to logs without damage "
+                                   "(use `kafkatx inspect` on this log dir)")
 
-    @staticmethod
-    def _valid_bytes(seg: LogSegment, scan: SegmentScan, *, last: bool) -> int:
-        """``LogSegment#recover``'s valid bytes: where the first problem starts. A partial batch
-        or zeros at the end of the last segment (what a killed process leaves) are cut off;
-        any other damage is refused."""
-        legacy = scan.headers.magic < 2
-        if legacy.any():
-            position = int(scan.headers.position[legacy.argmax()])
-            raise LogLoadError(f"{seg.path}:{position}: a legacy (v0/v1) message; kafkatx serve "
-                               "only appends to logs of v2 batches")
-        if not scan.problems:
-            return seg.size
-        problem = scan.problems[0]
-        if last and problem.kind in (TRUNCATED_BATCH, ZERO_PADDING):
-            return problem.position
-        raise LogLoadError(f"{problem}; kafkatx serve only appends to logs without damage (use "
-                        "`kafkatx inspect` on this log dir)")
+    def _carry_out(self, outcome: LoadOutcome, files: _OwnFiles) -> list[str]:
+        """The file changes of the load, made; returns the problems to report."""
+        problems: list[str] = []
+        for action in outcome.actions:
+            path = self.dir / action.name
+            if action.name.endswith(".snapshot"):
+                continue
+            if action.kind == "deleted":
+                path.unlink(missing_ok=True)
+            elif action.kind == "renamed" and action.detail.startswith("to .deleted"):
+                path.unlink(missing_ok=True)  # deleted at once: nothing reads it again
+            elif action.kind == "renamed":
+                os.replace(path, self.dir / action.detail.removeprefix("to "))
+                files.moved[action.name] = action.detail.removeprefix("to ")
+            if action.step in ("LogLoader#removeTempFilesAndCollectSwapFiles", "LogLoader#load"):
+                problems.append(f"{path}: removed ({action.detail})" if action.kind == "deleted"
+                                else f"{path}: swapped in (a clean interrupted after its swap "
+                                     "files were complete)")
+            elif action.kind == "created" and action.name.endswith(".index"):
+                problems.append(f"{path}: rebuilding its .index and .timeindex (an index file "
+                                "is missing)")
+            elif action.kind in ("deleted", "renamed", "truncated"):
+                problems.append(f"{path}: {action.kind} {action.detail} ({action.step})")
+        for seg in outcome.segments:
+            if seg.recovered:
+                self._rewrite(seg)
+            elif seg.timeindex is not None and not (self.dir / seg.timeindex).exists():
+                (self.dir / seg.timeindex).write_bytes(b"")
+        snaps = outcome.snapshots
+        for offset in set(snaps.found) - set(snaps.files):
+            (self.dir / snapshot_file_name(offset)).unlink(missing_ok=True)
+        for offset, snap in snaps.files.items():
+            if snap.entries is not None:
+                atomic_write(self.dir / snapshot_file_name(offset),
+                             build_producer_snapshot(snap.entries))
+        return problems
 
-    def _rebuild_indexes(self, seg: LogSegment) -> None:
-        """``LogSegment#recover``: offset and time index entries as the appends made them."""
-        table = seg.batches()
+    def _rewrite(self, seg: LoadedSegment) -> None:
+        """``LogSegment#recover``'s files: the log cut after its last valid batch, its indexes
+        rebuilt, its ``.txnindex`` reset and refilled."""
+        log = self.dir / file_name(seg.base_offset, ".log")
+        if not log.exists():
+            log.touch()
+        if log.stat().st_size > seg.size:
+            with open(log, "r+b") as f:
+                f.truncate(seg.size)
         indexes = SegmentIndexes(base_offset=seg.base_offset)
-        for position, size, last, max_ts in zip(table.position, table.size, table.last,
-                                                table.max_timestamp, strict=True):
-            indexes.on_append(position, size, last, max_ts)
+        if seg.size:
+            h = seg.scan().headers
+            keep = seg.rows()
+            for position, size, last, max_ts in zip(
+                    h.position[keep].tolist(), h.size[keep].tolist(),
+                    h.last_offset[keep].tolist(), h.max_timestamp[keep].tolist(), strict=True):
+                indexes.on_append(position, size, last, max_ts)
         indexes.write_indexes(self.dir)
-        seg.max_timestamp_so_far = indexes.max_timestamp_so_far
-        seg.offset_of_max_timestamp_so_far = indexes.offset_of_max_timestamp_so_far
-        if len(table):
-            seg.first_batch_timestamp = table.max_timestamp[0]
+        txn = self.dir / file_name(seg.base_offset, ".txnindex")
+        wanted = build_txn_index(seg.aborted)
+        current = txn.read_bytes() if txn.exists() else None
+        if current != wanted and (current is not None or seg.aborted):
+            atomic_write(txn, wanted)
 
-    def _rewrite_txn_index(self, seg: LogSegment, aborted: list[AbortedTxnEntry]) -> None:
-        """``LogSegment#recover`` resets the ``.txnindex`` and appends what the replay aborts."""
-        path = seg.file(".txnindex")
-        wanted = build_txn_index(aborted)
-        current = path.read_bytes() if path.exists() else None
-        if current != wanted and (current is not None or aborted):
-            atomic_write(path, wanted)
-        seg.aborted = list(aborted)
-
-    def _read_txn_index(self, seg: LogSegment) -> None:
-        path = seg.file(".txnindex")
-        if path.exists():
-            read = read_txn_index(path.read_bytes(), base_offset=seg.base_offset, path=str(path))
-            seg.aborted = list(read.entries)
-
-    def _delete_snapshots_after(self, log_end_offset: int) -> None:
-        """``ProducerStateManager#truncateAndReload``: snapshots past the log end go."""
-        for offset in snapshot_offsets(self.dir):
-            if offset > log_end_offset:
-                (self.dir / snapshot_file_name(offset)).unlink(missing_ok=True)
-
-
-def _next_base(segments: list[LogSegment], seg: LogSegment) -> int | None:
-    i = segments.index(seg)
-    return segments[i + 1].base_offset if i + 1 < len(segments) else None
-
-
-def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int | None,
-           aborted: list[AbortedTxnEntry] | None, *, end: int | None = None,
-           advance_high_watermark: bool = True) -> int:
-    """``UnifiedLog#loadProducersFromRecords`` / ``LogSegment#updateProducerState`` for the
-    batches of ``scan`` whose last offset is at or above ``start`` and whose base offset is
-    below ``upto`` (and that end by byte ``end``): each producer batch through
-    ``ProducerAppendInfo`` (origin REPLICATION; markers keep their coordinator epoch); an abort
-    adds its ``.txnindex`` entry to ``aborted``. Returns the number of batches replayed.
-    A follower's append (``UnifiedLog#appendAsFollower``) passes ``advance_high_watermark``
-    False: its high watermark comes from the leader, not from its own log end."""
-    h = scan.headers
-    if not len(h):
-        return 0
-    rows = h.last_offset >= start
-    if upto is not None:
-        rows &= h.base_offset < upto
-    if end is not None:
-        rows &= h.next_position <= end
-    if not rows.any():
-        return 0
-    base = h.base_offset[rows].tolist()
-    last = h.last_offset[rows].tolist()
-    pid = h.producer_id[rows].tolist()
-    epoch = h.producer_epoch[rows].tolist()
-    base_seq = h.base_sequence[rows].tolist()
-    last_seq = h.last_sequence[rows].tolist()
-    max_ts = h.max_timestamp[rows].tolist()
-    is_txn = h.is_transactional[rows].tolist()
-    is_ctl = h.is_control[rows].tolist()
-    magic = h.magic[rows].tolist()
-    control = scan.control_type[rows].tolist()
-    coordinator = scan.coordinator_epoch[rows].tolist()
-    for i in range(len(base)):
-        if pid[i] >= 0 and magic[i] >= 2:
-            info = psm.prepare_update(pid[i], AppendOrigin.REPLICATION)
-            completed = None
-            if not is_ctl[i]:
-                info.append_data_batch(epoch[i], base_seq[i], last_seq[i], max_ts[i], base[i],
-                                       last[i], is_txn[i])
-            elif control[i] in (ControlType.COMMIT, ControlType.ABORT):
-                completed = info.append_end_txn_marker(
-                    is_commit=control[i] == ControlType.COMMIT, coordinator_epoch=coordinator[i],
-                    producer_epoch=epoch[i], offset=base[i], timestamp=max_ts[i],
-                    transaction_version=TV_UNKNOWN)
-            psm.update(info)
-            if completed is not None:
-                if completed.is_aborted and aborted is not None:
-                    aborted.append(AbortedTxnEntry(
-                        producer_id=completed.producer_id, first_offset=completed.first_offset,
-                        last_offset=completed.last_offset,
-                        last_stable_offset=psm.last_stable_offset(completed)))
-                psm.complete_txn(completed)
-        psm.update_map_end_offset(last[i] + 1)
-        if advance_high_watermark:
-            psm.on_high_watermark_updated(last[i] + 1)
-    return len(base)
+    def _open(self, seg: LoadedSegment, last: bool) -> LogSegment:
+        path = self.dir / file_name(seg.base_offset, ".log")
+        opened = LogSegment(seg.base_offset, path, size=seg.size)
+        opened.aborted = list(seg.aborted)
+        if seg.recovered and seg.size:
+            h = seg.scan().headers
+            keep = seg.rows()
+            if keep.any():
+                ts = h.max_timestamp[keep]
+                at = int(ts.argmax())
+                opened.max_timestamp_so_far = int(ts[at])
+                opened.offset_of_max_timestamp_so_far = int(h.last_offset[keep][at])
+                opened.first_batch_timestamp = int(ts[0])
+            if last:
+                opened.table = BatchTable.from_scan(seg.scan(), seg.size)
+        elif seg.size:
+            opened.load_max_timestamp()
+        return opened

@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-from kafkatx.cli.output import stderr_console
+from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND, VIEW_LINES
+from kafkatx.cli.output import stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
 from kafkatx.engines.factory import open_engine, resolve_engine_name
@@ -168,8 +169,13 @@ class AnalysisCliOptions:
     transaction_state_partitions: int | None = None
     manifest: Path | None = None
     engine: EngineCliOptions = EngineCliOptions()
-
+    after_restart: bool = False
     validate_records: bool = False  # verify: every record of every batch decoded
+    predict_restart: bool = True  # False: a command that shows no findings (lso, groups)
+
+    @property
+    def view(self) -> str:
+        return AFTER_RESTART if self.after_restart else AS_FOUND
 
     @property
     def engine_options(self) -> AnalysisOptions:
@@ -177,7 +183,8 @@ class AnalysisCliOptions:
                                transaction_timeout_ms=self.transaction_timeout_ms,
                                max_transaction_timeout_ms=self.max_transaction_timeout_ms,
                                transaction_state_partitions=self.transaction_state_partitions,
-                               validate_records=self.validate_records)
+                               validate_records=self.validate_records, view=self.view,
+                               predict_restart=self.predict_restart)
 
 
 max_transaction_timeout_option = click.option(
@@ -200,6 +207,14 @@ transaction_state_partitions_option = click.option(
          "places the transactional ids found where they are; else Kafka's default 50).")
 
 
+after_restart_option = click.option(
+    "--after-restart", "after_restart", is_flag=True, default=False,
+    help="Answer for a broker that has just restarted on exactly these files, once it has "
+         "loaded them (Kafka's LogLoader: recovery after an unclean shutdown, rebuilt indexes "
+         "and .txnindex files, producer state from the snapshots it keeps). Default: what the "
+         "broker served when the files were taken. Differences are findings in both views "
+         "(restart_changes, restart_keeps_transaction).")
+
 _OPTIONS = (
     click.option("--now", type=NowParam(), default=None,
                  help="The time to measure transaction ages against: ISO-8601 (UTC when no "
@@ -212,6 +227,7 @@ _OPTIONS = (
                       "see --max-transaction-timeout-ms."),
     max_transaction_timeout_option,
     transaction_state_partitions_option,
+    after_restart_option,
     click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
                  metavar="FILE",
                  help="Also write a SHA-256 manifest (sha256sum format) of every file read to "
@@ -229,18 +245,25 @@ def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(f)
     def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
                 max_transaction_timeout_ms: int | None,
-                transaction_state_partitions: int | None,
+                transaction_state_partitions: int | None, after_restart: bool,
                 manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
         opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
                                   max_transaction_timeout_ms=max_transaction_timeout_ms,
                                   transaction_state_partitions=transaction_state_partitions,
-                                  manifest=manifest, engine=engine)
+                                  manifest=manifest, engine=engine, after_restart=after_restart)
         return f(*args, analysis=opts, **kwargs)
 
     wrapper = engine_options(wrapper)
     for option in reversed(_OPTIONS):
         wrapper = option(wrapper)
     return wrapper
+
+
+def print_view_line(view: str) -> None:
+    """The first line of a table: which view answers (only the restart view says it; the
+    view as found is every command's default)."""
+    if view == AFTER_RESTART:
+        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False)
 
 
 def _found_dirs(disc: Discovery) -> list[str]:

@@ -7,6 +7,7 @@ import csv
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -30,7 +31,12 @@ from kafkatx.analysis.groups import (
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replica_authority import follower_paths
 from kafkatx.analysis.timefmt import duration, iso_ms
-from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.analysis_options import (
+    AnalysisCliOptions,
+    analysis_options,
+    print_view_line,
+    run_inspection,
+)
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.base import Engine
 from kafkatx.engines.local import Inspection
@@ -113,7 +119,8 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
             written = engine.write_tables(analysis.engine.output, group_tables(summaries))
             stderr_console().print(f"wrote {', '.join(written)}", markup=False)
 
-    result = run_inspection(paths, analysis, then=analyze, own_output=True)
+    result = run_inspection(paths, replace(analysis, predict_restart=False), then=analyze,
+                           own_output=True)
     err = stderr_console()
     for p in [*result.problems, *problems]:
         err.print(f"kafkatx: warning: {p}", markup=False)
@@ -121,7 +128,8 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
     for name in missing:
         err.print(f"kafkatx: warning: no group {name!r} in __consumer_offsets", markup=False)
     if fmt == "json":
-        sys.stdout.write(json.dumps([s.to_dict() for s in summaries], indent=1,
+        sys.stdout.write(json.dumps([{**s.to_dict(), "view": analysis.view}
+                                     for s in summaries], indent=1,
                                     ensure_ascii=False) + "\n")
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, lineterminator="\n")
@@ -130,6 +138,7 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
             for p in s.partitions:
                 writer.writerow({k: "" if v is None else v for k, v in p.to_dict().items()})
     else:
+        print_view_line(analysis.view)
         render(summaries, stdout_console(), now_ms=analysis.now_ms)
     sys.stdout.flush()
 

@@ -19,7 +19,12 @@ from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, need
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replicas import ReplicaComparison, ReplicaCopy
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.analysis_options import (
+    AnalysisCliOptions,
+    analysis_options,
+    print_view_line,
+    run_inspection,
+)
 from kafkatx.cli.cluster_cmd import render_cluster_summary
 from kafkatx.cli.groups_cmd import analyze_groups
 from kafkatx.cli.lso_cmd import (
@@ -239,7 +244,8 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     reports = sorted_reports(result.partitions)
     clusters = [cluster_dict(v) for v in result.clusters]
     if fmt == "json":
-        doc = {"partitions": [r.to_dict() for r in reports],
+        doc = {"view": analysis.view,
+               "partitions": [r.to_dict() for r in reports],
                "cluster": clusters,
                "findings": [f.to_dict() for f in result.findings],
                "problems": list(result.problems),
@@ -252,6 +258,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
         return
     print_problems(result)
     out = stdout_console()
+    print_view_line(analysis.view)
     _header(result, paths, out)
     for cluster in clusters:
         render_cluster_summary(cluster, out)

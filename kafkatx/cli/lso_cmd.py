@@ -6,6 +6,7 @@ import csv
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -15,7 +16,12 @@ from rich.table import Table
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import duration, iso_ms
-from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.analysis_options import (
+    AnalysisCliOptions,
+    analysis_options,
+    print_view_line,
+    run_inspection,
+)
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
@@ -173,11 +179,11 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
     comes from replication-offset-checkpoint (else the log end offset, said so). Rows where
     the LSO is behind the HW are highlighted: read_committed consumers stop at the LSO.
     """
-    result = run_inspection(paths, analysis)
+    result = run_inspection(paths, replace(analysis, predict_restart=False))
     reports = sorted_reports(result.partitions)
     print_problems(result)
     if fmt == "json":
-        rows = [r.lso_row() for r in reports]
+        rows = [{**r.lso_row(), "view": analysis.view} for r in reports]
         sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, lineterminator="\n")
@@ -186,6 +192,7 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
             writer.writerow(csv_row(r))
     else:
         out = stdout_console()
+        print_view_line(analysis.view)
         if reports:
             out.print(lso_table(reports, now_ms=analysis.now_ms))
         table_footer(reports, out)

@@ -23,7 +23,13 @@ from kafkatx.analysis.consumer_view import (
 from kafkatx.analysis.metadata_settings import leader_log_ends
 from kafkatx.analysis.replicas import replica_of
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.cli.analysis_options import EngineCliOptions, check_output, engine_options
+from kafkatx.cli.analysis_options import (
+    EngineCliOptions,
+    after_restart_option,
+    check_output,
+    engine_options,
+    print_view_line,
+)
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.engines.factory import open_engine
@@ -61,13 +67,14 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
               "broker used) or rebuilt from the ABORT markers in the log.")
 @click.option("--diff", is_flag=True, help="Only the records read_uncommitted sees and "
               "read_committed does not, grouped by transaction, with counts per reason.")
+@after_restart_option
 @format_option(("table", "jsonl", "csv"))
 @engine_options
 def replay_command(
     paths: tuple[str, ...], topic: str, partition: int, broker: str | None, isolation: str,
     from_offset: int | None,
     to_offset: int | None, as_of_offset: int | None, show_hidden: bool, records: bool,
-    index_source: str, diff: bool, fmt: str, engine: EngineCliOptions,
+    index_source: str, diff: bool, after_restart: bool, fmt: str, engine: EngineCliOptions,
 ) -> None:
     """Replay what a consumer of one partition received, as Kafka's broker and client decide it.
 
@@ -100,7 +107,10 @@ def replay_command(
         view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
                                     as_of_offset=as_of_offset, index_source=index_source,
                                     log_start_offset=start,
-                                    high_watermark_at_log_end=at_log_end)
+                                    high_watermark_at_log_end=at_log_end,
+                                    after_restart=after_restart)
+        if after_restart and fmt == "table":
+            print_view_line(view.view)
         _print_header(err, view)
         problems: list[str] = []
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
@@ -108,20 +118,21 @@ def replay_command(
                                       on_problem=problems.append,
                                       # --output keeps every record: decode them all then
                                       only_hidden=diff and engine.output is None)
-        _render(out.tee(items), diff=diff, fmt=fmt, records=records)
+        _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view.view)
     if out.written:
         err.print(f"wrote {out.written}", markup=False)
     for p in problems:
         err.print(f"kafkatx: problem: {p}", markup=False)
 
 
-def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool) -> None:
+def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool,
+            view: str) -> None:
     if diff:
         _render_diff((r for r in items if not r.visible and r.reason != BEYOND_HW), fmt)
     elif fmt == "jsonl":
         writer = JsonWriter(sys.stdout, array=False)
         for r in items:
-            writer.write(r.to_dict())
+            writer.write({**r.to_dict(), "view": view})
         writer.close()
     elif fmt == "csv":
         _render_csv(items)

@@ -14,14 +14,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafkatx.analysis.coordinator_transactions import PartitionEntry, tp_name
+from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import Selection, Timeline, TimelineTransaction
 from kafkatx.cli.analysis_options import (
     EngineCliOptions,
     NowParam,
+    after_restart_option,
     discover_or_fail,
     engine_options,
     max_transaction_timeout_option,
+    print_view_line,
     scan_bytes,
     transaction_state_partitions_option,
 )
@@ -33,8 +36,10 @@ from kafkatx.engines.base import SPARK
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.local import AnalysisOptions
 
-OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red"}
+OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red",
+                 "forgotten": "magenta"}
 _ENTRY_TEXT = {"hanging": "no marker, hanging", "open": "no marker yet",
+               "forgotten": "no marker, forgotten by the load",
                "no_marker": "no marker", "marker_pending": "marker pending",
                "no_data": "nothing", "not_copied": "not copied", "unknown": "not covered"}
 
@@ -130,6 +135,7 @@ def _missing(tl: Timeline) -> list[str]:
                    "timestamp among the evidence).")
 @max_transaction_timeout_option
 @transaction_state_partitions_option
+@after_restart_option
 @format_option(("table", "jsonl", "html"))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
@@ -138,7 +144,7 @@ def _missing(tl: Timeline) -> list[str]:
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
                      now: int | None, max_transaction_timeout_ms: int | None,
-                     transaction_state_partitions: int | None, fmt: str,
+                     transaction_state_partitions: int | None, after_restart: bool, fmt: str,
                      output: Path | None, engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
 
@@ -158,9 +164,11 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     total = scan_bytes(disc)
     with open_engine(engine.config, input_bytes=total) as runner, \
             ScanProgress(total, enabled=None if runner.name != SPARK else False) as bar:
+        view = AFTER_RESTART if after_restart else AS_FOUND
         options = AnalysisOptions(now_ms=now,
                                   max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                  transaction_state_partitions=transaction_state_partitions)
+                                  transaction_state_partitions=transaction_state_partitions,
+                                  view=view, predict_restart=False)
         result = runner.inspect(paths, options=options,
                                 progress=bar.advance, on_partition=bar.partition,
                                 keep_timeline=True, selection=selection)
@@ -170,30 +178,31 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     for problem in result.problems:
         err.print(f"kafkatx: {problem}", markup=False)
     if fmt == "table" and output is None:
+        print_view_line(view)
         render_table(tl, stdout_console())
         return
     if fmt != "table":
         for note in tl.notes:
             err.print(f"kafkatx: note: {note}", markup=False)
     if output is None:
-        _write(fmt, tl, sys.stdout)
+        _write(fmt, tl, sys.stdout, view)
         return
     try:
         with open(output, "w", encoding="utf-8") as f:
-            _write(fmt, tl, f)
+            _write(fmt, tl, f, view)
     except OSError as exc:
         raise click.FileError(str(output), hint=exc.strerror or str(exc)) from None
     err.print(f"wrote {output} ({len(tl.transactions)} transaction(s))", markup=False)
 
 
-def _write(fmt: str, tl: Timeline, out: TextIO) -> None:
+def _write(fmt: str, tl: Timeline, out: TextIO, view: str) -> None:
     if fmt == "html":
         out.write(render_html(tl))
         out.flush()
     elif fmt == "jsonl":
         writer = JsonWriter(out, array=False)
         for t in tl.transactions:
-            writer.write(t.to_dict())
+            writer.write({**t.to_dict(), "view": view})
         writer.close()
     else:
         render_table(tl, Console(file=out, soft_wrap=False, width=220, highlight=False,

@@ -9,7 +9,12 @@ import sys
 import click
 
 from kafkatx.analysis.findings import ERROR, INFO, WARNING
-from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.analysis_options import (
+    AnalysisCliOptions,
+    analysis_options,
+    print_view_line,
+    run_inspection,
+)
 from kafkatx.cli.inspect_cmd import plural, render_findings, severity_counts, summary_text
 from kafkatx.cli.lso_cmd import print_problems
 from kafkatx.cli.output import format_option, stdout_console
@@ -36,7 +41,7 @@ def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     partitions = len(result.partitions)
     failed = counts[ERROR] > 0
     if fmt == "json":
-        doc = {"ok": not failed,
+        doc = {"view": analysis.view, "ok": not failed,
                "summary": {"errors": counts[ERROR], "warnings": counts[WARNING],
                            "info": counts[INFO], "partitions": partitions},
                "findings": [f.to_dict() for f in result.findings],
@@ -45,6 +50,7 @@ def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     else:
         print_problems(result)
         out = stdout_console()
+        print_view_line(analysis.view)
         render_findings(result.findings, out, show_all=show_all)
         style = "bold red" if failed else "green"
         out.print(f"{summary_text(counts)} in {plural(partitions, 'partition')}", style=style,

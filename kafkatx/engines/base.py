@@ -71,7 +71,8 @@ class Engine(Protocol):
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
                       log_start_offset: int | None = None,
-                      high_watermark_at_log_end: bool = False) -> ConsumerView:
+                      high_watermark_at_log_end: bool = False,
+                      after_restart: bool = False) -> ConsumerView:
         """The replayed moment of one partition (see ``consumer_view.prepare``)."""
         ...
 

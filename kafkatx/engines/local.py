@@ -39,6 +39,15 @@ from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, ReplayResult
 from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
+from kafkatx.analysis.restart_view import (
+    AFTER_RESTART,
+    AS_FOUND,
+    FORGOTTEN,
+    RestartPrediction,
+    predict_restart,
+    restart_findings,
+)
+from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.timeline import Selection, Timeline
 from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
 from kafkatx.errors import FormatError, KafkatxError
@@ -47,7 +56,8 @@ from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.record_validation import record_problems
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
-from kafkatx.formats.txn_index import read_txn_index
+from kafkatx.formats.txn_index import TxnIndexRead, read_txn_index
+from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, SwapRecoveryPlan, plan_swap_recovery
 from kafkatx.storage.discovery import (
     Discovery,
@@ -81,6 +91,10 @@ class AnalysisOptions:
     transaction_state_partitions: int | None = None
     # Decode every record of every v2 batch (verify): undecodable ones are invalid_batch
     validate_records: bool = False
+    view: str = AS_FOUND  # as_found | after_restart (kafkatx.analysis.restart_view)
+    # the restart findings in the view as found (a second load of each partition; the
+    # commands that show no findings skip it)
+    predict_restart: bool = True
 
 
 @dataclass(slots=True, kw_only=True)
@@ -258,6 +272,25 @@ def analyze_partition(
                             log_start_offset=lso_start, log_end_offset=leo,
                             high_watermark=high_watermark)
     stable = loaded.stable
+    state = loaded.state
+    prediction = None
+    if options.predict_restart or options.view == AFTER_RESTART:
+        found_aborts = [e for read in txn_indexes.values() for e in read.entries]
+        prediction = predict_restart(pdir, replay,
+                                     high_watermark=(None if high_watermark_at_log_end
+                                                     else high_watermark),
+                                     found_aborts=found_aborts, now_ms=options.now_ms,
+                                     scan=scan_of)
+        marker_records = {t.marker_offset: t.records for t in replay.transactions
+                          if t.marker_offset is not None}
+        findings.extend(restart_findings(
+            prediction, topic=topic, partition=partition, path=str(pdir.path), as_found=stable,
+            log_end_offset=leo, view=options.view,
+            records_between=lambda lo, hi: _records_between(ranges, lo, hi, scan_of),
+            abort_records=lambda e: marker_records.get(e.last_offset, 0)))
+    if prediction is not None and options.view == AFTER_RESTART and not prediction.failed:
+        replay, state, stable, leo, lso_start, txn_indexes = _after_restart(
+            replay, prediction, txn_indexes)
     pctx = PartitionContext(
         topic=topic, partition=partition, path=str(pdir.path), replay=replay, stable=stable,
         log_start_offset=lso_start, log_end_offset=leo,
@@ -286,15 +319,44 @@ def analyze_partition(
         records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
-        producers=len(loaded.state.producers),
+        producers=len(state.producers),
         transactions_committed=sum(t.outcome == COMMITTED for t in replay.transactions),
-        transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN) for t in replay.transactions),
+        transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN, FORGOTTEN)
+                                 for t in replay.transactions),
         longest_transaction_ms=_longest(replay),
         min_timestamp=replay.min_timestamp if replay.min_timestamp >= 0 else None,
         max_timestamp=replay.max_timestamp if replay.max_timestamp >= 0 else None,
         findings=[_placed(f, topic, partition) for f in findings],
     )
     return report
+
+
+def _after_restart(replay: ReplayResult, prediction: RestartPrediction,
+                   txn_indexes: dict[int, TxnIndexRead]
+                   ) -> tuple[ReplayResult, ProducerStateManager, StableOffsets, int, int,
+                              dict[int, TxnIndexRead]]:
+    """The partition as the broker has it once it has loaded these files: its transactions
+    (those it forgets are ``forgotten``, those only its state has are added), producer state,
+    LSO, log bounds and the ``.txnindex`` entries it serves."""
+    outcome = prediction.outcome
+    assert prediction.stable is not None
+    forgotten = {id(t) for t in prediction.forgotten}
+    kept = {t.producer_id: t for t in prediction.open_transactions}
+    transactions = []
+    for t in replay.transactions:
+        if id(t) in forgotten:
+            transactions.append(replace(t, outcome=FORGOTTEN))
+        elif t.outcome == OPEN and t.producer_id in kept:
+            transactions.append(kept.pop(t.producer_id))
+        else:
+            transactions.append(t)
+    transactions.extend(kept.values())
+    transactions.sort(key=lambda t: t.first_offset)
+    indexes = {base: TxnIndexRead(entries=tuple(entries), problems=(), base_offset=base,
+                                  path=txn_indexes[base].path if base in txn_indexes else None)
+               for base, entries in outcome.txn_indexes()}
+    return (replace(replay, transactions=transactions), outcome.state, prediction.stable,
+            outcome.log_end_offset, outcome.log_start_offset, indexes)
 
 
 def swap_recovery_of(pdir: PartitionDir) -> SwapRecoveryPlan | None:
@@ -475,13 +537,15 @@ class LocalEngine:
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
                       log_start_offset: int | None = None,
-                      high_watermark_at_log_end: bool = False) -> ConsumerView:
+                      high_watermark_at_log_end: bool = False,
+                      after_restart: bool = False) -> ConsumerView:
         from kafkatx.analysis.consumer_view import prepare
 
         return prepare(pdir, isolation=isolation, high_watermark=high_watermark,
                        as_of_offset=as_of_offset, index_source=index_source,
                        log_start_offset=log_start_offset,
-                       high_watermark_at_log_end=high_watermark_at_log_end)
+                       high_watermark_at_log_end=high_watermark_at_log_end,
+                       after_restart=after_restart)
 
     def replay_records(self, pdir: PartitionDir, view: ConsumerView, *,
                        from_offset: int | None = None, to_offset: int | None = None,

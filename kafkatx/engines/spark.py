@@ -368,11 +368,13 @@ class SparkEngine:
                       high_watermark: int | None, as_of_offset: int | None = None,
                       index_source: str = "file",
                       log_start_offset: int | None = None,
-                      high_watermark_at_log_end: bool = False) -> ConsumerView:
+                      high_watermark_at_log_end: bool = False,
+                      after_restart: bool = False) -> ConsumerView:
         extra = {"isolation": isolation, "high_watermark": high_watermark,
                  "as_of_offset": as_of_offset, "index_source": index_source,
                  "log_start_offset": log_start_offset,
-                 "high_watermark_at_log_end": high_watermark_at_log_end}
+                 "high_watermark_at_log_end": high_watermark_at_log_end,
+                 "after_restart": after_restart}
         [view] = self._per_partition([pdir], [{"extra": extra}], _view_group,
                                      "rebuilding the partition")
         return view  # type: ignore[no-any-return]

@@ -85,8 +85,15 @@ def visible(root: Path) -> list[tuple[int, bytes | None, bytes | None]]:
             for r in engine.replay_records(pdir, view)]
 
 
+# What a restart would change is a prediction, not damage: after retention a restart can
+# legitimately forget a transaction whose start it deleted (truncateAndReload drops the
+# snapshots at or below the log start), which the copy as it was never shows.
+PREDICTIONS = {"restart_changes", "restart_keeps_transaction"}
+
+
 def serious_kinds(result: Inspection) -> set[str]:
-    return {f.kind for f in result.findings if f.level in (ERROR, WARNING)}
+    return {f.kind for f in result.findings
+            if f.level in (ERROR, WARNING) and f.kind not in PREDICTIONS}
 
 
 def open_txns(result: Inspection) -> set[tuple[int, int]]:
@@ -146,7 +153,7 @@ def _check(tmp: Path, history: list[tuple], *, shutdown_snapshot: bool, rounds: 
     assert open_txns(aged) == open_txns(plain)
     assert aged_row.last_stable_offset == max(row.last_stable_offset, start)
     assert serious_kinds(aged) <= serious_kinds(plain), [
-        f for f in aged.findings if f.level in (ERROR, WARNING)]
+        f for f in aged.findings if f.level in (ERROR, WARNING) and f.kind not in PREDICTIONS]
 
     seen_before = visible(tmp / "plain")
     seen_after = visible(tmp / "aged")

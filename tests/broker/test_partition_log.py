@@ -263,14 +263,16 @@ def test_delete_records_moves_the_log_start_and_deletes_whole_segments(tmp_path:
     assert log.append_as_leader(batch(2, pid=9, epoch=0, seq=0), T0).duplicate
     assert log.delete_records_before(-1) == 14  # the high watermark
     log.close()
-    # The start offset comes from log-start-offset-checkpoint, else the first segment's base;
-    # the snapshot at the first segment's base still knows producer 9.
-    for checkpoint, start in ((14, 14), (0, log.segments[0].base_offset)):
+    # The start offset comes from log-start-offset-checkpoint, else the first segment's base.
+    # The snapshot written at close (offset 14) still knows producer 9, unless the log start
+    # is 14 too: ProducerStateManager#truncateAndReload deletes every snapshot at or below the
+    # log start, and nothing is left to replay, so the restarted broker forgets producer 9.
+    for checkpoint, start, knows_9 in ((0, log.segments[0].base_offset, True), (14, 14, False)):
         again = PartitionLog("t", 0, d, log.config)
         again.open(checkpoint)
         assert again.log_start_offset == start and again.log_end_offset == 14
         dup = again.append_as_leader(batch(2, pid=9, epoch=0, seq=0), T0)
-        assert dup.duplicate and dup.first_offset == 0
+        assert dup.duplicate == knows_9 and (dup.first_offset == 0) == knows_9
         again.close()
 
 

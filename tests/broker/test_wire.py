@@ -357,12 +357,15 @@ def test_topic_admin_metadata_and_coordinators(serve: Serve, tmp_path: Path) -> 
 
 def test_segment_rolls_and_recovery_after_sigkill(serve: Serve) -> None:
     proc = serve("--segment-bytes", "1024")
+    # Recent timestamps: a restart expires producers idle for producer.id.expiration.ms
+    # (ProducerStateManager#loadFromSnapshot), and the duplicate below needs this one known.
+    now = int(time.time() * 1000)
     with WireClient(proc.port) as c:
         create_topic(c, "roll")
         pid = c.call(request(INIT_PRODUCER_ID, 0, transactional_id=None,
                              transaction_timeout=datetime.timedelta(seconds=60))).producer_id
         for i in range(30):
-            resp = produce(c, "roll", batch(4, pid=pid, epoch=0, seq=4 * i, ts=T0 + i * 100))
+            resp = produce(c, "roll", batch(4, pid=pid, epoch=0, seq=4 * i, ts=now + i * 100))
             assert (resp.error_code, resp.base_offset) == (ErrorCode.none, 4 * i)
         seen: list[tuple[int, int]] = []
         offset = 0
@@ -381,7 +384,7 @@ def test_segment_rolls_and_recovery_after_sigkill(serve: Serve) -> None:
     assert not segments[-1].with_suffix(".index").exists()
     again = serve(log_dir=proc.log_dir)
     with WireClient(again.port) as c:
-        dup = produce(c, "roll", batch(4, pid=pid, epoch=0, seq=116, ts=T0 + 2900))
+        dup = produce(c, "roll", batch(4, pid=pid, epoch=0, seq=116, ts=now + 2900))
         assert (dup.error_code, dup.base_offset) == (ErrorCode.none, 116)
         gap = produce(c, "roll", batch(1, pid=pid, epoch=0, seq=121))
         assert gap.error_code == ErrorCode.out_of_order_sequence_number

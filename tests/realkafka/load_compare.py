@@ -40,6 +40,8 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
     txnindex = {n for n in files["rewritten"] if n.endswith(".txnindex")}
     delivered = []
     for fetch in answer["fetches"]:
+        if "error" in fetch:
+            continue
         aborted = [AbortedTransaction(first, pid) for pid, first in fetch["aborted"]]
         flt = ReadCommittedFilter(aborted, IsolationLevel.READ_COMMITTED)
         for base, last, pid, txn, control, control_type, crc_ok in fetch["batches"]:
@@ -58,7 +60,7 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
         "lso_at_checkpoint_hw": answer["checkpoint_last_stable_offset"],
         "lso_at_log_end_hw": answer["last_stable_offset"],
         "segments": [[s["base_offset"], s["size"], s["aborted"]] for s in answer["segments"]],
-        "producers": {int(pid): [p["producer_epoch"], p["coordinator_epoch"], p["batches"],
+        "producers": {pid: [p["producer_epoch"], p["coordinator_epoch"], p["batches"],
                                  p["last_timestamp"], p["current_txn_first_offset"]]
                       for pid, p in answer["producers"].items()},
         "snapshots": sorted(n for n in files["after"] if n.endswith(".snapshot")),
@@ -74,12 +76,28 @@ def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
                  high_watermark: int | None) -> dict[str, Any]:
     """The same fields from kafkatx's model of the load of ``log_dir``'s partition."""
     from kafkatx.analysis.consumer_view import prepare, replay_records
-    from kafkatx.storage.log_load import load_inputs, load_partition_dir
+    from kafkatx.analysis.restart_view import load_after_restart
 
     pdir = next(p for p in discover([log_dir]).all_partitions() if p.name == partition_name)
-    out = load_partition_dir(pdir, load_inputs(pdir, now_ms=now_ms))
+    out = load_after_restart(pdir, now_ms=now_ms)
+    # kafkatx serve replays batch by batch: the same load, the same answer
+    exact = load_after_restart(pdir, now_ms=now_ms, columnar=False)
+    if (out.failure is None) != (exact.failure is None):
+        return {"failure": "columnar and batch-by-batch replays disagree on failing: "
+                           f"{out.failure} / {exact.failure}"}
     if out.failure is not None:
         return {"failure": True}
+    for name, ours, theirs in (
+            ("producers", out.state.snapshot_entries(), exact.state.snapshot_entries()),
+            ("ongoing", list(out.state.ongoing_txns.items()),
+             list(exact.state.ongoing_txns.items())),
+            ("unreplicated", list(out.state.unreplicated_txns.items()),
+             list(exact.state.unreplicated_txns.items())),
+            ("aborted", out.aborted, exact.aborted),
+            ("files", out.file_changes(), exact.file_changes())):
+        if ours != theirs:
+            return {"failure": f"columnar and batch-by-batch replays disagree on {name}: "
+                               f"{ours} / {theirs}"}
     state = out.state
     start, end = out.log_start_offset, out.log_end_offset
     first = state.first_unstable_offset()
@@ -109,7 +127,7 @@ def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
         "segments": [[s.base_offset, s.size, [[a.producer_id, a.first_offset, a.last_offset,
                                                 a.last_stable_offset] for a in s.aborted]]
                      for s in out.segments],
-        "producers": {pid: [e.producer_epoch, e.coordinator_epoch,
+        "producers": {str(pid): [e.producer_epoch, e.coordinator_epoch,
                             [[b.last_seq, b.last_offset, b.offset_delta, b.timestamp]
                              for b in e.batch_metadata],
                             e.last_timestamp, e.current_txn_first_offset]

@@ -22,7 +22,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from .load_compare import differences, kafka_view, kafkatx_view
-from .logdirs import NOW_MS, PARTITION, TOPIC, LogDirSpec, build, specs
+from .logdirs import PARTITION, TOPIC, LogDirSpec, build, specs
 from .storage import KafkaLoad
 
 settings.register_profile("load-ci", max_examples=60, deadline=None, derandomize=True,
@@ -42,9 +42,10 @@ def compare(spec: LogDirSpec, kafka_load: KafkaLoad) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="kafkatx-oracle-") as tmp:
         log_dir = Path(tmp) / "logdir"
         build(spec, log_dir)
-        answer = kafka_load.load(log_dir, NOW_MS)["partitions"][PARTITION_DIR]
+        answer = kafka_load.load(log_dir, spec.now_ms)["partitions"][PARTITION_DIR]
         hw = int((log_dir / "replication-offset-checkpoint").read_text().split()[-1])
-        return differences(kafka_view(answer), kafkatx_view(log_dir, PARTITION_DIR, NOW_MS, hw))
+        return differences(kafka_view(answer),
+                           kafkatx_view(log_dir, PARTITION_DIR, spec.now_ms, hw))
 
 
 @settings(settings.get_profile(PROFILE))

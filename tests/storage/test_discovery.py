@@ -199,7 +199,9 @@ def test_to_dict_is_json() -> None:
 def test_fixtures_folder_holds_the_generated_and_the_served_log_dirs() -> None:
     found = discover_unchanged(FIXTURES)
     assert [d.label for d in found.log_dirs] == [
-        "corrupt", "kraft", "legacy", "logdir", "replicas/broker-1", "replicas/broker-2",
+        "corrupt", "kraft", "legacy", "logdir", "realkafka/compacted",
+        "realkafka/open-transaction", "replicas/broker-1", "replicas/broker-2",
+        "restart/clean-no-snapshot", "restart/crashed",
         "served/clean", "served/cleaned-offsets",
         "served/compacted", "served/crash-cleaning", "served/hanging", "served/retention-hanging",
         "served/stuck-prepare", "served/timeout-abort", "served/zombie",

@@ -147,7 +147,9 @@ class PartitionLog(LogReplication, LogReads):
         recovered. The log start offset is ``max(checkpoint, first segment's base offset)``.
         """
         loader = LogLoader(self.dir, self.producer_state, had_clean_shutdown=had_clean_shutdown,
-                           recovery_point=recovery_point, now_ms=now_ms, progress=progress)
+                           recovery_point=recovery_point,
+                           log_start_offset=log_start_offset_checkpoint, now_ms=now_ms,
+                           progress=progress)
         loaded = loader.load()
         self.loaded = loaded
         self.load_problems.extend(loaded.problems)
@@ -164,15 +166,7 @@ class PartitionLog(LogReplication, LogReads):
         psm.last_snap_offset = max((snapshot_offsets(self.dir) or [0])[-1], 0)
         psm.on_high_watermark_updated(self.high_watermark)
         self._roll(self.log_end_offset)
-        first_base = self.segments[0].base_offset
-        if log_start_offset_checkpoint > self.log_end_offset:
-            # Kafka deletes every segment then (LogLoader#deleteSegmentsIfLogStartGreaterThan-
-            # LogEnd); a forensic tool keeps the data and ignores the checkpoint instead.
-            self.load_problems.append(
-                f"{self.name}: log start offset checkpoint {log_start_offset_checkpoint} is past "
-                f"the log end offset {self.log_end_offset}; ignored")
-            log_start_offset_checkpoint = 0
-        self.log_start_offset = max(log_start_offset_checkpoint, first_base)
+        self.log_start_offset = loaded.log_start_offset
 
     # -- appends -----------------------------------------------------------------------------
 

@@ -375,10 +375,17 @@ public final class LoadDriver {
         ArrayNode fetches = JSON.createArrayNode();
         long offset = (Long) call(log, "logStartOffset");
         for (int round = 0; round < 100_000; round++) {
-            FetchDataInfo info = (FetchDataInfo) call(log, "read", offset, Integer.MAX_VALUE,
-                FetchIsolation.TXN_COMMITTED, true);
             ObjectNode fetch = JSON.createObjectNode();
             fetch.put("fetch_offset", offset);
+            FetchDataInfo info;
+            try {
+                info = (FetchDataInfo) call(log, "read", offset, Integer.MAX_VALUE,
+                    FetchIsolation.TXN_COMMITTED, true);
+            } catch (InvocationTargetException e) {
+                fetch.put("error", describe(e)); // e.g. OffsetOutOfRangeException: the consumer resets
+                fetches.add(fetch);
+                break;
+            }
             ArrayNode batches = fetch.putArray("batches");
             long next = offset;
             for (Object batch : items(call(info.records, "batches"))) {

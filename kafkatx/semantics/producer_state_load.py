@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from kafkatx.formats.producer_snapshot import (
@@ -30,19 +29,25 @@ from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.producer_state import TV_UNKNOWN, AppendOrigin, ProducerStateManager
-from kafkatx.storage.files import open_bytes
 
 
 class LoadFailure(Exception):
     """Kafka's load would throw here: the partition does not come online."""
 
 
+class FileReader(Protocol):
+    def read(self, name: str) -> bytes: ...
+    def where(self, name: str) -> str: ...
+
+
 @dataclass(slots=True)
 class SnapshotFile:
-    """One ``<offset>.snapshot``: found in the evidence (``path``) or written by the load."""
+    """One ``<offset>.snapshot``: found in the evidence (``name`` in ``files``) or written by
+    the load (``entries``)."""
 
     offset: int
-    path: Path | None = None  # the evidence file (None: written by the load)
+    name: str | None = None  # the evidence file (None: written by the load)
+    files: FileReader | None = field(default=None, repr=False)
     entries: tuple[ProducerSnapshotEntry, ...] | None = None  # what the load wrote
     problem: str | None = None  # why it does not load (CorruptSnapshotException)
     changed: bool = False  # written by the load with other bytes than the file it replaced
@@ -52,9 +57,9 @@ class SnapshotFile:
         ``CorruptSnapshotException`` (``problem`` says why)."""
         if self.entries is not None:
             return self.entries
-        assert self.path is not None
-        with open_bytes(self.path) as data:
-            snap = read_producer_snapshot(bytes(data), path=str(self.path))
+        assert self.name is not None and self.files is not None
+        where = self.files.where(self.name)
+        snap = read_producer_snapshot(self.files.read(self.name), path=where)
         if not snap.loadable:
             self.problem = str(snap.problems[0])
             return None
@@ -80,13 +85,14 @@ class SnapshotDir:
 
     files: dict[int, SnapshotFile] = field(default_factory=dict)
     actions: list[FileAction] = field(default_factory=list)
-    found: frozenset[int] = frozenset()
-    found_paths: dict[int, Path] = field(default_factory=dict)
+    found: dict[int, SnapshotFile] = field(default_factory=dict)
+    loaded_found: list[int] = field(default_factory=list)  # found snapshots a rebuild loaded
 
     @classmethod
-    def of(cls, snapshots: Sequence[tuple[int, Path]]) -> SnapshotDir:
-        files = {offset: SnapshotFile(offset, path=path) for offset, path in snapshots}
-        return cls(files=files, found=frozenset(files), found_paths=dict(snapshots))
+    def of(cls, snapshots: Sequence[tuple[int, str]], files: FileReader) -> SnapshotDir:
+        found = {offset: SnapshotFile(offset, name=name, files=files)
+                 for offset, name in snapshots}
+        return cls(files=dict(found), found=found)
 
     def offsets(self) -> list[int]:
         return sorted(self.files)
@@ -95,7 +101,7 @@ class SnapshotDir:
         kind = "rewritten" if offset in self.files else "created"
         changed = True
         if offset in self.found:  # the file found is replaced (perhaps deleted before)
-            found = SnapshotFile(offset, path=self.found_paths[offset]).read()
+            found = self.found[offset].read()
             changed = found is None or _sorted(found) != _sorted(entries)
         self.files[offset] = SnapshotFile(offset, entries=entries, changed=changed)
         self.actions.append(FileAction(kind, snapshot_file_name(offset), step,
@@ -144,9 +150,9 @@ class LoadingProducerState:
         """``ProducerStateManager#truncateAndReload``."""
         for offset in sorted(self.snapshots):
             if offset > log_end or offset <= log_start:
-                where = "past the log end" if offset > log_end else "at or below the log start"
-                self._remove_and_delete(offset, "ProducerStateManager#truncateAndReload",
-                                        f"{where} ({log_start}..{log_end})")
+                where = (f"past {log_end}" if offset > log_end
+                         else f"at or below the log start {log_start}")
+                self._remove_and_delete(offset, "ProducerStateManager#truncateAndReload", where)
         if log_end != self.state.last_map_offset:
             self.state.truncate_fully_and_start_at(self.state.last_map_offset)
             self._load_from_snapshot(log_start)
@@ -167,6 +173,8 @@ class LoadingProducerState:
                 continue
             self.state.load_snapshot(list(entries), offset, self.now_ms)
             self.loaded_snapshot = offset
+            if self.dir.files[offset].name is not None:
+                self.dir.loaded_found.append(offset)
             return
         self.state.last_snap_offset = log_start
         self.state.last_map_offset = log_start
@@ -210,6 +218,15 @@ class LoadingProducerState:
 
 
 # -- replays ------------------------------------------------------------------------------
+
+
+class ReplayFn(Protocol):
+    """:func:`replay`'s signature: another implementation (the analysis' columnar replay)
+    must leave the same state and entries, and raise ``LoadFailure`` where it raises."""
+
+    def __call__(self, psm: ProducerStateManager, scan: SegmentScan, start: int,
+                 upto: int | None, aborted: list[AbortedTxnEntry] | None, *,
+                 end: int | None = None, advance_high_watermark: bool = True) -> int: ...
 
 
 def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int | None,
@@ -300,7 +317,8 @@ def first_position_at(scan: SegmentScan, offset: int, size: int) -> int | None:
 def rebuild_producer_state(psm: LoadingProducerState, segments: Sequence[SegmentView],
                            log_start: int, last_offset: int, *,
                            reload_from_clean_shutdown: bool,
-                           progress: Callable[[], None] | None = None) -> int:
+                           progress: Callable[[], None] | None = None,
+                           replay_segment: ReplayFn | None = None) -> int:
     """``UnifiedLog.rebuildProducerState``: returns the batches replayed."""
     step = "UnifiedLog.rebuildProducerState"
     state = psm.state
@@ -336,8 +354,9 @@ def rebuild_producer_state(psm: LoadingProducerState, segments: Sequence[Segment
                 max_position = seg.size if at is None else at
             if first_position_at(scan, start, seg.size) is None:
                 continue
-            replayed += replay(state, scan, start, None, None, end=max_position,
-                               advance_high_watermark=False)
+            replayed += (replay_segment or replay)(state, scan, start, None, None,
+                                                   end=max_position,
+                                                   advance_high_watermark=False)
     state.update_map_end_offset(last_offset)
     psm.take_snapshot(step)
     return replayed

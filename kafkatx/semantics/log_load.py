@@ -40,38 +40,34 @@ or delete is a :class:`FileAction` naming the Kafka step; ``kafkatx serve`` carr
 from __future__ import annotations
 
 import bisect
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.producer_snapshot import snapshot_file_name
-from kafkatx.formats.segment_scan import SegmentScan, scan_segment
-from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
+from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.formats.txn_index import sanity_check as txn_index_sanity
+from kafkatx.semantics.loaded_segment import (
+    INDEX_INTERVAL_BYTES,
+    INDEX_SUFFIXES,
+    InvalidOffset,
+    LoadedSegment,
+    PartitionFiles,
+    file_name,
+    parse_file_name,
+)
 from kafkatx.semantics.producer_state import ProducerStateError, ProducerStateManager
-from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, plan_swap_recovery
-from kafkatx.storage.discovery import PartitionDir, read_root_checkpoints
-from kafkatx.storage.files import open_bytes
-from kafkatx.storage.layout import parse_offset_file_name
-from kafkatx.storage.producer_state_load import (
+from kafkatx.semantics.producer_state_load import (
     FileAction,
     LoadFailure,
     LoadingProducerState,
+    ReplayFn,
     SnapshotDir,
     rebuild_producer_state,
     replay,
 )
-from kafkatx.storage.segment_writer import segment_name
-
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-
-ScanOf = Callable[[Path], SegmentScan]
+from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, plan_swap_recovery
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,177 +84,6 @@ class LoadInputs:
         return {"had_clean_shutdown": self.had_clean_shutdown,
                 "recovery_point_checkpoint": self.recovery_point,
                 "log_start_offset_checkpoint": self.log_start_offset, "notes": list(self.notes)}
-
-
-def load_inputs(pdir: PartitionDir, *, now_ms: int | None = None) -> LoadInputs:
-    """The clean-shutdown marker and checkpoints of the log dir holding ``pdir``
-    (``LogManager#loadLogs``: a checkpoint that does not read counts as empty; a partition
-    without a line gets 0)."""
-    log_dir = pdir.log_dir
-    notes: list[str] = []
-    if log_dir is None:
-        notes.append("the partition directory was given without its log dir: no clean-shutdown "
-                     "marker and no checkpoints, so recovery starts at offset 0")
-        return LoadInputs(had_clean_shutdown=False, recovery_point=0, log_start_offset=0,
-                          now_ms=now_ms, notes=tuple(notes))
-    checkpoints = read_root_checkpoints(log_dir)
-    values: dict[str, int] = {}
-    for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT):
-        cp = checkpoints.get(name)
-        if cp is not None and cp.problems:
-            notes.append(f"{name} does not read ({cp.problems[0]}): the broker takes it as empty")
-            cp = None
-        values[name] = 0 if cp is None else cp.as_map().get((pdir.topic, pdir.partition), 0)
-    return LoadInputs(had_clean_shutdown=log_dir.clean_shutdown,
-                      recovery_point=values[RECOVERY_POINT_CHECKPOINT],
-                      log_start_offset=values[LOG_START_CHECKPOINT], now_ms=now_ms,
-                      notes=tuple(notes))
-
-
-@dataclass(slots=True, eq=False)
-class LoadedSegment:
-    """A segment as the load leaves it: ``size`` valid bytes of ``log`` (an evidence file),
-    and the ``.txnindex`` entries the broker serves from."""
-
-    base_offset: int
-    log: Path
-    file_size: int
-    index: Path | None = None
-    timeindex: Path | None = None
-    txnindex: Path | None = None
-    size: int = -1
-    recovered: bool = False
-    _aborted: list[AbortedTxnEntry] | None = None
-    _scan_of: ScanOf | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.size < 0:
-            self.size = self.file_size
-
-    @property
-    def name(self) -> str:
-        return segment_name(self.base_offset, ".log")
-
-    def scan(self) -> SegmentScan:
-        """The segment's batches within its valid bytes."""
-        assert self._scan_of is not None
-        return self._scan_of(self.log)
-
-    def rows(self) -> np.ndarray:
-        return self.scan().headers.next_position <= self.size
-
-    @property
-    def aborted(self) -> list[AbortedTxnEntry]:
-        """The ``.txnindex`` entries (as found, or as recovery rebuilt them)."""
-        if self._aborted is None:
-            self._aborted = []
-            if self.txnindex is not None:
-                with open_bytes(self.txnindex) as data:
-                    read = read_txn_index(bytes(data), path=str(self.txnindex),
-                                          base_offset=self.base_offset)
-                self._aborted = list(read.entries)
-        return self._aborted
-
-    def _bytes(self) -> bytes:
-        with open_bytes(self.log) as data:
-            return bytes(data[:self.size])
-
-    def next_offset(self) -> int:
-        """``LogSegment#readNextOffset``: the next offset after the last whole batch, read from
-        the offset index's last entry on (``FileLogInputStream``: sizes only, no CRC)."""
-        if self.recovered:
-            h = self.scan().headers
-            valid = np.flatnonzero(self.rows())
-            return int(h.last_offset[valid[-1]]) + 1 if len(valid) else self.base_offset
-        data = self._bytes()
-        last = None
-        for position, _size in _walk(data, self._last_index_position(), str(self.log)):
-            last = position
-        return self.base_offset if last is None else _next_offset_at(data, last)
-
-    def _last_index_position(self) -> int:
-        if self.index is None:
-            return 0
-        with open_bytes(self.index) as data:
-            read = read_offset_index(bytes(data), base_offset=self.base_offset,
-                                     path=str(self.index))
-        return read.entries[-1].position if read.entries else 0
-
-    def check_offsets(self, valid: int, index_interval: int) -> None:
-        """What ``LogSegment#recover`` throws on its way through the valid batches:
-        ``LogSegmentOffsetOverflowException`` (an offset too far from the base for the
-        indexes) and ``InvalidOffsetException`` (an index entry not above the previous one,
-        at every ``index.interval.bytes``)."""
-        h = self.scan().headers
-        rows = np.flatnonzero(h.next_position <= valid)
-        last_entry_offset: int | None = None
-        last_entry_at = 0
-        for j in rows.tolist():
-            last = int(h.last_offset[j])
-            if not 0 <= last - self.base_offset <= INT32_MAX:
-                raise LoadFailure(f"{self.log}: offset {last} cannot be relative to the base "
-                                  f"offset {self.base_offset} (LogSegmentOffsetOverflowException)")
-            position = int(h.position[j])
-            if position - last_entry_at > index_interval:
-                if last_entry_offset is not None and last <= last_entry_offset:
-                    raise InvalidOffset(f"{self.log}: offset {last} is not above the previous "
-                                        f"index entry's {last_entry_offset}")
-                last_entry_offset, last_entry_at = last, position
-
-    def valid_bytes(self) -> int:
-        """``LogSegment#recover``'s valid bytes: up to the first batch that is partial, cannot
-        be read (``FileLogInputStream``) or does not check (``RecordBatch#ensureValid``: CRC,
-        size)."""
-        data = self._bytes()
-        scan = self.scan()
-        crc_ok = dict(zip(scan.headers.position.tolist(), scan.headers.crc_valid.tolist(),
-                          strict=True))
-        valid = 0
-        try:
-            for position, size in _walk(data, 0, str(self.log)):
-                magic = data[position + 16]
-                if not crc_ok.get(position, False) or (magic >= 2 and size + 12 < 61):
-                    break
-                valid = position + size + 12
-        except LoadFailure:
-            pass  # LogSegment#recover catches CorruptRecordException: the valid bytes end here
-        return valid
-
-
-class InvalidOffset(Exception):
-    """``InvalidOffsetException`` while a segment's indexes are rebuilt."""
-
-
-INT32_MAX = 2**31 - 1
-INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes, Kafka's default
-LOG_OVERHEAD = 12  # offset + size
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0
-
-
-def _walk(data: bytes, start: int, where: str) -> Iterator[tuple[int, int]]:
-    """``FileLogInputStream#nextBatch`` from ``start``: (position, size field) of each whole
-    batch; a size field below 14 throws ``CorruptRecordException`` (``LoadFailure`` here)."""
-    end = len(data)
-    position = start
-    while position < end - HEADER_SIZE_UP_TO_MAGIC:
-        size = int.from_bytes(data[position + 8:position + 12], "big", signed=True)
-        if size < MIN_RECORD_OVERHEAD:
-            raise LoadFailure(f"{where}:{position}: record size {size} smaller than the minimum "
-                              "record overhead (14): CorruptRecordException")
-        if position > end - LOG_OVERHEAD - size:
-            return
-        yield position, size
-        position += LOG_OVERHEAD + size
-
-
-def _next_offset_at(data: bytes, position: int) -> int:
-    """``RecordBatch#nextOffset`` of the entry at ``position``: v2, base offset + last offset
-    delta + 1; v0/v1, the (wrapper) offset + 1."""
-    offset = int.from_bytes(data[position:position + 8], "big", signed=True)
-    if data[position + 16] >= 2:
-        return offset + int.from_bytes(data[position + 23:position + 27], "big", signed=True) + 1
-    return offset + 1
 
 
 @dataclass(slots=True, kw_only=True)
@@ -280,6 +105,7 @@ class LoadOutcome:
     recovered: list[int] = field(default_factory=list)  # base offsets of recovered segments
     deleted_segments: list[int] = field(default_factory=list)
     snapshot_offset: int | None = None  # the snapshot the final rebuild started from
+    found_snapshot: int | None = None  # the last snapshot of the evidence a rebuild loaded
     replayed_batches: int = 0
     failure: str | None = None  # the load throws: the partition stays offline
     snapshots: SnapshotDir = field(default_factory=SnapshotDir)  # the .snapshot files after
@@ -307,7 +133,7 @@ class LoadOutcome:
             elif a.kind == "rewritten" and a.name.endswith(".txnindex"):
                 rewritten.add(a.name)
         snaps = self.snapshots
-        for offset in snaps.found - set(snaps.files):
+        for offset in set(snaps.found) - set(snaps.files):
             deleted.add(snapshot_file_name(offset))
         for offset, snap in snaps.files.items():
             if offset not in snaps.found:
@@ -351,33 +177,26 @@ class LoadOutcome:
         }
 
 
-def _default_scan(path: Path) -> SegmentScan:
-    with open_bytes(path) as data:
-        return scan_segment(data, path=str(path))
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionName:
+    """Which partition directory is loaded: ``state`` is live, delete, future or stray."""
+
+    topic: str
+    partition: int
+    state: str = "live"
+    path: str = ""
 
 
-class _OneScan:
-    """Keeps the scan read last (the load reads a segment several times in a row)."""
-
-    def __init__(self, scan_of: ScanOf) -> None:
-        self.scan_of = scan_of
-        self.path: Path | None = None
-        self.scan: SegmentScan | None = None
-
-    def __call__(self, path: Path) -> SegmentScan:
-        if path != self.path or self.scan is None:
-            self.scan = self.scan_of(path)
-            self.path = path
-        return self.scan
-
-
-def load_partition_dir(pdir: PartitionDir, inputs: LoadInputs | None = None, *,
-                       scan: ScanOf | None = None, max_transaction_timeout_ms: int = 900_000,
-                       progress: Callable[[], None] | None = None) -> LoadOutcome:
-    """``LogManager#loadLog`` of ``pdir`` (see the module doc), without touching it."""
-    inputs = inputs or load_inputs(pdir)
-    loader = _Loader(pdir, inputs, _OneScan(scan or _default_scan), max_transaction_timeout_ms,
-                     progress)
+def load_partition(name: PartitionName, files: PartitionFiles, inputs: LoadInputs, *,
+                   max_transaction_timeout_ms: int = 900_000,
+                   progress: Callable[[], None] | None = None,
+                   state: ProducerStateManager | None = None,
+                   replay_segment: ReplayFn = replay) -> LoadOutcome:
+    """``LogManager#loadLog`` of one partition directory (see the module doc); ``files`` are
+    only read. ``state`` becomes the partition's producer state (a new one by default);
+    ``replay_segment`` replays batches into it (default: batch by batch, :func:`replay`)."""
+    loader = _Loader(name, files, inputs, max_transaction_timeout_ms, progress, state)
+    loader.replay_segment = replay_segment
     try:
         try:
             loader.load()
@@ -388,21 +207,26 @@ def load_partition_dir(pdir: PartitionDir, inputs: LoadInputs | None = None, *,
         loader.out.steps.append(f"the load throws: {exc}; the partition does not come online")
     loader.out.actions = loader.actions + loader.snapshots.actions
     loader.out.snapshots = loader.snapshots
+    loader.out.found_snapshot = (loader.snapshots.loaded_found[-1]
+                                 if loader.snapshots.loaded_found else None)
     return loader.out
 
 
 class _Loader:
-    def __init__(self, pdir: PartitionDir, inputs: LoadInputs, scan_of: ScanOf,
-                 max_transaction_timeout_ms: int, progress: Callable[[], None] | None) -> None:
+    def __init__(self, pdir: PartitionName, files: PartitionFiles, inputs: LoadInputs,
+                 max_transaction_timeout_ms: int, progress: Callable[[], None] | None,
+                 state: ProducerStateManager | None = None) -> None:
         self.pdir = pdir
+        self.state = state
+        self.replay_segment: ReplayFn = replay
+        self.evidence = files
         self.inputs = inputs
-        self.scan_of = scan_of
         self.timeout = max_transaction_timeout_ms
         self.progress = progress
         self.actions: list[FileAction] = []
-        self.files: dict[str, Path] = {}
+        self.files: dict[str, str] = {}  # file name now -> the evidence file holding it
         self.snapshots = SnapshotDir()
-        self.out = LoadOutcome(topic=pdir.topic, partition=pdir.partition, path=str(pdir.path),
+        self.out = LoadOutcome(topic=pdir.topic, partition=pdir.partition, path=pdir.path,
                                state_name=pdir.state, inputs=inputs)
         # UnifiedLog.create makes the partition's ProducerStateManager before LogLoader runs:
         # its snapshot map is the directory's snapshots at that moment.
@@ -417,28 +241,26 @@ class _Loader:
     # -- 3. leftovers --------------------------------------------------------------------------
 
     def _list_files(self) -> None:
-        pdir = self.pdir
-        for seg in (*pdir.segments, *pdir.other_segments):
-            for path in seg.files:
-                self.files[path.name] = path
-        for _, path in (*pdir.snapshots, *pdir.other_snapshots):
-            self.files[path.name] = path
+        for name in self.evidence.names():
+            self.files[name] = name
 
     def _leftovers(self) -> None:
-        if not self.pdir.other_segments and not self.pdir.other_snapshots:
+        if not any(p is not None and p[2] is not None for p in map(parse_file_name, self.files)):
             return
         step = "LogLoader#removeTempFilesAndCollectSwapFiles"
         plan = plan_swap_recovery(self.files, self._swap_next_offset)
-        for names, why in ((plan.deleted_leftovers, "left by an interrupted deletion"),
-                           (plan.incomplete_swaps, "an incomplete swap (at or above a .cleaned)"),
+        for names, why in ((plan.deleted_leftovers, "left by an interrupted segment deletion"),
+                           (plan.incomplete_swaps, "an incomplete swap"),
                            (plan.cleaned, "an interrupted clean")):
             for name in names:
                 self.files.pop(name, None)
                 self.act("deleted", name, step, why)
         for name in plan.replaced:
             self.files.pop(name, None)
-            self.act("deleted", name, "LogLoader#load", "replaced by the cleaned segment being "
-                     "swapped in")
+            self.act("deleted", name, "LogLoader#load", "replaced by a cleaned segment")
+            parsed = parse_file_name(name)
+            if parsed is not None and parsed[1] == ".snapshot":
+                self.snapshots.delete(parsed[0], "LogLoader#load", "in the swapped-in range")
         for name in plan.swaps:
             path = self.files.pop(name)
             self.files[name[:-len(SWAP_SUFFIX)]] = path
@@ -448,28 +270,31 @@ class _Loader:
 
     def _swap_next_offset(self, name: str) -> int:
         """``LogSegment#readNextOffset`` of the ``.log.swap`` segment ``name``."""
-        parsed = parse_offset_file_name(name)
+        parsed = parse_file_name(name)
         base = parsed[0] if parsed is not None else 0
-        index = self.files.get(segment_name(base, ".index") + SWAP_SUFFIX)
+        index = self.files.get(file_name(base, ".index") + SWAP_SUFFIX)
         seg = LoadedSegment(base_offset=base, log=self.files[name],
-                            file_size=_size(self.files[name]), index=index,
-                            _scan_of=self.scan_of)
+                            file_size=self.evidence.size(self.files[name]), index=index,
+                            files=self.evidence)
         return seg.next_offset()
 
     # -- the load ------------------------------------------------------------------------------
 
     def load(self) -> None:
         self._list_files()
+        found = [(p[0], name) for name in self.files
+                 if (p := parse_file_name(name)) is not None and p[1] == ".snapshot"
+                 and p[2] is None]
         self.main = LoadingProducerState(
-            SnapshotDir.of([(o, p) for o, p in self.pdir.snapshots]), now_ms=self.inputs.now_ms,
-            max_transaction_timeout_ms=self.timeout)
+            SnapshotDir.of(sorted(found), self.evidence), now_ms=self.inputs.now_ms,
+            max_transaction_timeout_ms=self.timeout, state=self.state)
         self.snapshots = self.main.dir
         self._leftovers()
         segments = self._load_segment_files()
         inputs = self.inputs
         if self.pdir.state == "delete":
             if not segments:
-                segments.append(self._new_segment(0, "LogLoader#load"))
+                segments.append(self._new_segment(0, "LogLoader#load (a -delete directory)"))
             next_offset, recovery_point = 0, 0
         else:
             next_offset, recovery_point = self._recover_log(segments)
@@ -479,15 +304,19 @@ class _Loader:
         clean_no_snapshot = inputs.had_clean_shutdown and main.latest_snapshot_offset() is None
         self.out.replayed_batches += rebuild_producer_state(
             main, segments, log_start, next_offset,
-            reload_from_clean_shutdown=inputs.had_clean_shutdown, progress=self.progress)
+            reload_from_clean_shutdown=inputs.had_clean_shutdown, progress=self.progress,
+            replay_segment=self.replay_segment)
         self.out.snapshot_offset = main.loaded_snapshot
         if clean_no_snapshot:
             self.step("clean shutdown without any producer snapshot: the producer state is not "
                       "rebuilt (UnifiedLog.rebuildProducerState); no producer is known and no "
                       "transaction is open")
         elif main.loaded_snapshot is not None:
-            self.step(f"producer state from snapshot {main.loaded_snapshot}, then the batches "
-                      f"up to {next_offset} (UnifiedLog.rebuildProducerState)")
+            written = ("" if main.loaded_snapshot in self.snapshots.found
+                       and self.snapshots.files[main.loaded_snapshot].name is not None
+                       else " (written by the recovery)")
+            self.step(f"producer state from snapshot {main.loaded_snapshot}{written}, then the "
+                      f"batches up to {next_offset} (UnifiedLog.rebuildProducerState)")
         else:
             self.step(f"producer state rebuilt from the log start {log_start} without a "
                       "snapshot (UnifiedLog.rebuildProducerState)")
@@ -499,17 +328,16 @@ class _Loader:
         out.recovery_point = max(recovery_point, log_start)  # UnifiedLog#updateLogStartOffset
 
     def _new_segment(self, base: int, step: str) -> LoadedSegment:
-        self.act("created", segment_name(base, ".log"), step, "an empty segment")
-        seg = LoadedSegment(base_offset=base, log=Path("/dev/null"), file_size=0, recovered=True,
-                            _aborted=[], _scan_of=_empty_scan)
-        return seg
+        self.act("created", file_name(base, ".log"), step, "an empty segment")
+        return LoadedSegment(base_offset=base, log=file_name(base, ".log"), file_size=0,
+                             recovered=True, _aborted=[])
 
     def _load_segment_files(self) -> list[LoadedSegment]:
         """``LogLoader#loadSegmentFiles``."""
         step = "LogLoader#loadSegmentFiles"
-        parsed: dict[int, dict[str, Path]] = {}
+        parsed: dict[int, dict[str, str]] = {}
         for name in sorted(self.files):
-            p = parse_offset_file_name(name)
+            p = parse_file_name(name)
             if p is None or p[2] is not None or p[1] == ".snapshot":
                 continue
             parsed.setdefault(p[0], {})[p[1]] = self.files[name]
@@ -519,13 +347,14 @@ class _Loader:
             if ".log" not in kinds:
                 for kind in INDEX_SUFFIXES:
                     if kind in kinds:
-                        self.act("deleted", kinds[kind].name, step,
+                        self.act("deleted", file_name(base, kind), step,
                                  "an index file without its .log (orphaned)")
                 continue
             log = kinds[".log"]
-            seg = LoadedSegment(base_offset=base, log=log, file_size=_size(log),
-                                index=kinds.get(".index"), timeindex=kinds.get(".timeindex"),
-                                txnindex=kinds.get(".txnindex"), _scan_of=self.scan_of)
+            seg = LoadedSegment(base_offset=base, log=log, file_size=self.evidence.size(log),
+                                files=self.evidence, index=kinds.get(".index"),
+                                timeindex=kinds.get(".timeindex"),
+                                txnindex=kinds.get(".txnindex"))
             reason = self._sanity(seg)
             if reason is not None:
                 self.step(f"segment {base}: {reason}: recovered (LogLoader#loadSegmentFiles)")
@@ -534,8 +363,8 @@ class _Loader:
                 except InvalidOffset as exc:
                     raise LoadFailure(f"{exc} (InvalidOffsetException)") from None
             elif seg.timeindex is None:
-                self.act("created", segment_name(base, ".timeindex"), step, "empty")
-                seg.timeindex = Path(self.pdir.path) / segment_name(base, ".timeindex")
+                self.act("created", file_name(base, ".timeindex"), step, "empty")
+                seg.timeindex = file_name(base, ".timeindex")
             segments.append(seg)
         return segments
 
@@ -545,9 +374,9 @@ class _Loader:
             return "its .index is missing"
         if seg.txnindex is None:
             return None
-        with open_bytes(seg.txnindex) as data:
-            problems = txn_index_sanity(bytes(data), base_offset=seg.base_offset,
-                                        path=str(seg.txnindex))
+        assert seg.files is not None
+        problems = txn_index_sanity(seg.files.read(seg.txnindex), base_offset=seg.base_offset,
+                                    path=seg.files.where(seg.txnindex))
         if not problems:
             return None
         problem = problems[0]
@@ -559,8 +388,17 @@ class _Loader:
         """``LogLoader#recoverSegment``: returns the bytes cut off."""
         psm = LoadingProducerState(self.snapshots, now_ms=self.inputs.now_ms,
                                    max_transaction_timeout_ms=self.timeout)
+        before = len(self.snapshots.actions)
         rebuild_producer_state(psm, segments, self.inputs.log_start_offset, seg.base_offset,
-                               reload_from_clean_shutdown=False, progress=self.progress)
+                               reload_from_clean_shutdown=False, progress=self.progress,
+                               replay_segment=self.replay_segment)
+        gone = [a for a in self.snapshots.actions[before:] if a.kind == "deleted"]
+        if gone:
+            names = ", ".join(f"{a.name.split('.')[0].lstrip('0') or '0'} ({a.detail})"
+                              for a in gone)
+            self.step(f"recovering segment {seg.base_offset} rebuilds the producer state up to "
+                      f"it from the newest snapshot at or below it, deleting snapshot(s) {names} "
+                      "(ProducerStateManager#truncateAndReload)")
         truncated = self._recover(seg, psm.state)
         psm.take_snapshot("LogLoader#recoverSegment")
         self.out.recovered.append(seg.base_offset)
@@ -574,27 +412,27 @@ class _Loader:
         valid = seg.valid_bytes()
         seg.check_offsets(valid, INDEX_INTERVAL_BYTES)
         aborted: list[AbortedTxnEntry] = []
-        self.out.replayed_batches += replay(state, seg.scan(), seg.base_offset, None, aborted,
-                                            end=valid, advance_high_watermark=False)
+        self.out.replayed_batches += self.replay_segment(
+            state, seg.scan(), seg.base_offset, None, aborted, end=valid,
+            advance_high_watermark=False)
         truncated = seg.file_size - valid
         if truncated > 0:
             self.act("truncated", seg.name, step, f"to {valid} of {seg.file_size} bytes (the "
                      "bytes from the first invalid or partial batch on)")
         for kind, path in ((".index", seg.index), (".timeindex", seg.timeindex)):
             self.act("rewritten" if path is not None else "created",
-                     segment_name(seg.base_offset, kind), step, "rebuilt from the batches")
+                     file_name(seg.base_offset, kind), step, "rebuilt from the batches")
         before = seg.aborted if seg.txnindex is not None else None
         if before is not None and before != aborted:
-            self.act("rewritten", seg.txnindex.name if seg.txnindex else "", step,
+            self.act("rewritten", file_name(seg.base_offset, ".txnindex"), step,
                      f"rebuilt from the ABORT markers: {len(before)} -> {len(aborted)} entries")
         elif before is None and aborted:
-            self.act("created", segment_name(seg.base_offset, ".txnindex"), step,
+            self.act("created", file_name(seg.base_offset, ".txnindex"), step,
                      f"rebuilt from the ABORT markers: {len(aborted)} entries")
-        where = Path(self.pdir.path)
-        seg.index = seg.index or where / segment_name(seg.base_offset, ".index")
-        seg.timeindex = seg.timeindex or where / segment_name(seg.base_offset, ".timeindex")
+        seg.index = seg.index or file_name(seg.base_offset, ".index")
+        seg.timeindex = seg.timeindex or file_name(seg.base_offset, ".timeindex")
         if seg.txnindex is None and aborted:
-            seg.txnindex = where / segment_name(seg.base_offset, ".txnindex")
+            seg.txnindex = file_name(seg.base_offset, ".txnindex")
         seg.size = seg.file_size = valid  # LogSegment#recover truncates the file
         seg.recovered = True
         seg._aborted = aborted
@@ -606,7 +444,8 @@ class _Loader:
         if cut:
             self.act("truncated", seg.name, "LogSegment#truncateTo", "to 0 bytes")
         if seg.txnindex is not None and seg.aborted:
-            self.act("rewritten", seg.txnindex.name, "LogSegment#truncateTo", "emptied")
+            self.act("rewritten", file_name(seg.base_offset, ".txnindex"),
+                     "LogSegment#truncateTo", "emptied")
         seg.size = seg.file_size = 0
         seg.recovered = True
         seg._aborted = []
@@ -668,20 +507,10 @@ class _Loader:
         for seg in dropped:
             segments.remove(seg)
             self.out.deleted_segments.append(seg.base_offset)
-            for path in (seg.log, seg.index, seg.timeindex, seg.txnindex):
-                if path is not None and path.name != "null":
-                    self.act("renamed", path.name, step, "to .deleted, removed by the scheduler")
+            for kind, held in ((".log", seg.log), (".index", seg.index),
+                               (".timeindex", seg.timeindex), (".txnindex", seg.txnindex)):
+                if held is not None:
+                    self.act("renamed", file_name(seg.base_offset, kind), step,
+                             "to .deleted, removed by the scheduler")
             self.main.remove_and_mark_for_deletion(seg.base_offset,
                                                    "UnifiedLog.deleteProducerSnapshots")
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except (OSError, TypeError):  # a remote path: its bytes
-        with open_bytes(path) as data:
-            return len(data)
-
-
-def _empty_scan(_path: Path) -> SegmentScan:
-    return scan_segment(b"", path=None)
