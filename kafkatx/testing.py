@@ -199,9 +199,10 @@ class KafkaBroker:
         raise BrokerError(f"no partition {topic}-{partition} in {self.log_dir}")
 
     def _inspect(self, now_ms: int | None) -> Any:
-        from kafkatx.engines.local import AnalysisOptions, inspect_paths
+        from kafkatx.engines.inspection import inspect
+        from kafkatx.engines.local import AnalysisOptions
 
-        return inspect_paths([self.log_dir], options=AnalysisOptions(now_ms=now_ms))
+        return inspect([self.log_dir], options=AnalysisOptions(now_ms=now_ms)).inspection
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -1,30 +1,29 @@
-"""Options shared by the analysis commands (``lso``, ``inspect``, ``verify``) and their common run:
-discovery with clear errors for paths holding no Kafka data, the progress bar, the manifest."""
+"""Options shared by the analysis commands (``lso``, ``inspect``, ``verify``, ``groups``,
+``timeline``, ``replay``), and the call of the library's inspection
+(:mod:`kafkatx.engines.inspection`) with the progress bar and what it wrote said on stderr."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
 import gc
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND, VIEW_LINES
-from kafkatx.cli.output import stderr_console, stdout_console
+from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
+from kafkatx.cli.output import stderr_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
-from kafkatx.engines.factory import open_engine, resolve_engine_name
+from kafkatx.engines.inspection import RequestError, inspect
+from kafkatx.engines.inspection import check_output as check_parquet_output
 from kafkatx.engines.local import AnalysisOptions, Inspection
-from kafkatx.errors import KafkatxError
-from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, discover
-from kafkatx.storage.filesystems import canonical, is_inside, is_uri
-from kafkatx.storage.manifest import Manifest, recording
+
+T = TypeVar("T")
 
 # The analysis keeps objects by the ten thousand (transactions, verdicts, timeline rows) and
 # frees few: with Python's default young-generation threshold (700 allocations) the cyclic GC
@@ -259,128 +258,45 @@ def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def print_view_line(view: str) -> None:
-    """The first line of a table: which view answers (only the restart view says it; the
-    view as found is every command's default)."""
-    if view == AFTER_RESTART:
-        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False)
+def scan_progress(total: int, engine_name: str) -> ScanProgress:
+    """The progress bar of a scan (none under Spark: its stages show their own)."""
+    return ScanProgress(total, enabled=None if engine_name != SPARK else False)
 
 
-def _found_dirs(disc: Discovery) -> list[str]:
-    found = [canonical(d.path) for d in disc.log_dirs]
-    found += [canonical(p.path) for d in disc.log_dirs for p in d.partitions]
-    found += [canonical(p.path) for p in disc.bare_partitions]
-    return found
+def library_call(call: Callable[[], T]) -> T:
+    """Run a library call; its request errors become click's, naming the option."""
+    try:
+        return call()
+    except RequestError as exc:
+        if exc.option is None:
+            raise click.UsageError(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
 
 
-def _holds_data(path: str, found: list[str]) -> bool:
-    root = canonical(path)
-    if is_uri(path) and not path.startswith("file://"):
-        return any(is_inside(f, root) for f in found)
-    return any(f == root or f.startswith(root.rstrip(os.sep) + os.sep) for f in found)
-
-
-def discover_or_fail(paths: Sequence[str]) -> Discovery:
-    """Discover ``paths``; a path that is missing or holds no Kafka data is an error (exit 1)."""
-    disc = discover(paths)  # raises UnreadableFileError for a missing path / not a directory
-    found = _found_dirs(disc)
-    empty = [p for p in paths if not _holds_data(p, found)]
-    if empty:
-        names = ", ".join(empty)
-        raise KafkatxError(
-            f"no Kafka data in {names}: looked for a broker log dir (meta.properties or "
-            "*-offset-checkpoint files beside <topic>-<partition> dirs) or a partition dir "
-            f"(<topic>-<partition> holding <offset>.log/.index/.snapshot files), up to "
-            f"{MAX_SEARCH_DEPTH} levels deep")
-    return disc
-
-
-def scan_bytes(disc: Discovery) -> int:
-    """Bytes of the live segments the engine will scan (the progress bar's total)."""
-    return sum(s.log_size for p in disc.all_partitions() for s in p.segments)
+def check_output(output: str, paths: Sequence[str]) -> None:
+    """``--output`` (Parquet) must be a new directory outside every inspected path."""
+    library_call(lambda: check_parquet_output(output, paths))
 
 
 def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
                    then: Callable[[Engine, Inspection], None] | None = None,
                    own_output: bool = False) -> Inspection:
-    """Discover, analyze with the chosen engine (a progress bar on a TTY), record and write the
-    manifest, and the ``--output`` tables (unless ``own_output``: the command writes its own);
-    ``then`` runs with the engine still open (for commands that replay partitions after the
-    inspection)."""
-    if not paths:
-        raise click.UsageError("give at least one PATH")
-    manifest = None
-    if options.manifest is not None:
-        if any(is_uri(p) for p in paths):
-            raise click.UsageError("--manifest records files read from the local disk: not "
-                                   "with URIs")
-        manifest = Manifest(roots=paths)
-        try:
-            manifest.check_target(options.manifest)
-        except KafkatxError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--manifest'") from None
-        parent = options.manifest.parent
-        if not parent.is_dir():
-            raise click.BadParameter(f"{parent} is not a directory", param_hint="'--manifest'")
+    """The inspection (:func:`kafkatx.engines.inspection.inspect`) with a progress bar on a
+    TTY; says on stderr what it wrote (``--manifest``, and ``--output`` unless ``own_output``:
+    the command writes its own in ``then``)."""
     output = options.engine.output
-    if output is not None:
+    if own_output and output is not None:
         check_output(output, paths)
-    disc = discover_or_fail(paths)
-    total = scan_bytes(disc)
-    config = options.engine.config
-    if manifest is not None and resolve_engine_name(config, total) == SPARK:
-        raise click.UsageError("--manifest records the files read in this process: use it with "
-                               "--engine local")
-    with open_engine(config, input_bytes=total) as engine:
-        with ScanProgress(total, enabled=None if engine.name != SPARK else False) as bar:
-            if manifest is None:
-                result = engine.inspect(paths, options=options.engine_options,
-                                        progress=bar.advance, on_partition=bar.partition)
-            else:
-                with recording(manifest):
-                    result = engine.inspect(paths, options=options.engine_options,
-                                            progress=bar.advance, on_partition=bar.partition)
-        if manifest is None:
-            join_inspection(paths, result)
-        else:
-            with recording(manifest):  # the metadata log and the files the joins read
-                join_inspection(paths, result)
-        if then is not None:
-            then(engine, result)
-        if output is not None and not own_output:
-            write_inspection(engine, output, result)
-    if manifest is not None and options.manifest is not None:
-        target = manifest.write(options.manifest)
-        err = stderr_console()
-        err.print(f"manifest of {len(manifest)} file(s) read written to {target}", markup=False)
-        for path in manifest.changed_paths():
+    run = library_call(lambda: inspect(
+        paths, options=options.engine_options, engine=options.engine.config,
+        manifest=options.manifest, output=None if own_output else output,
+        progress=scan_progress, then=then))
+    err = stderr_console()
+    if run.written:
+        err.print(f"wrote {', '.join(run.written)}", markup=False)
+    if run.manifest_path is not None:
+        err.print(f"manifest of {run.manifest_files} file(s) read written to "
+                  f"{run.manifest_path}", markup=False)
+        for path in run.changed_paths:
             err.print(f"kafkatx: warning: {path} changed while it was being read", markup=False)
-    return result
-
-
-def join_inspection(paths: Sequence[str], result: Inspection) -> None:
-    from kafkatx.engines.cluster_metadata import join_inspection as join
-
-    join(paths, result)
-
-
-def check_output(output: str, paths: Sequence[str]) -> None:
-    """``--output`` must be a new directory outside every inspected path."""
-    from kafkatx.engines.tables import check_output_dir, require_pyarrow
-
-    try:
-        require_pyarrow()
-        check_output_dir(output, paths)
-    except KafkatxError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--output'") from None
-
-
-def write_inspection(engine: Engine, output: str, result: Inspection) -> None:
-    """``partitions.parquet`` and ``findings.parquet`` into ``output``."""
-    from kafkatx.engines.tables import FINDINGS, PARTITIONS, findings_table, partitions_table
-
-    reports = sorted(result.partitions, key=lambda r: (r.topic, r.partition, r.broker or "",
-                                                       r.path))
-    written = engine.write_tables(output, {PARTITIONS: partitions_table(reports),
-                                           FINDINGS: findings_table(result.findings)})
-    stderr_console().print(f"wrote {', '.join(written)}", markup=False)
+    return run.inspection

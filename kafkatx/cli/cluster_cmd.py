@@ -173,37 +173,3 @@ def render_cluster(c: dict[str, Any], out: Console, *, show_all: bool) -> None:
     out.print()
 
 
-def render_cluster_summary(c: dict[str, Any], out: Console) -> None:
-    """The few lines ``inspect`` shows of a metadata log (``kafkatx cluster`` has the rest)."""
-    s = c["source"]
-    span = (f", offsets {s['log_start_offset']}..{s['log_end_offset'] - 1}"
-            if s["log_end_offset"] is not None else "")
-    out.print(f"[bold]cluster[/] (KRaft metadata log {escape(c['path'])}{span})",
-              highlight=False)
-    mv = c["metadata_version"]
-    parts = [f"metadata.version {mv['level']} ({mv['release']})" if mv
-             else "metadata.version not finalized"]
-    tv_changes = [f for f in c["feature_history"] if f["feature"] == "transaction.version"]
-    tv = c["features"].get("transaction.version", 0)
-    text = f"transaction.version {tv}"
-    if len(tv_changes) > 1 and tv_changes[-1]["metadata_offset"] is not None:
-        text += (f" since metadata offset {tv_changes[-1]['metadata_offset']} "
-                 f"({tv_changes[-2]['level']} before)")
-    parts.append(text)
-    partitions = sum(t["partition_count"] for t in c["topics"])
-    parts.append(f"{len(c['topics'])} topics, {partitions} partitions")
-    out.print("  " + "; ".join(parts), highlight=False)
-    brokers = ", ".join(f"{b['broker_id']} (epoch {b['broker_epoch']}, "
-                        f"{'fenced' if b['fenced'] else 'unfenced'})" for b in c["brokers"])
-    blocks = c["producer_id_blocks"]
-    ids = (f"producer ids {blocks[0]['first_producer_id']}..{blocks[-1]['last_producer_id']} "
-           f"in {len(blocks)} block(s), next {c['next_producer_id']}" if blocks
-           else "no producer-id block")
-    out.print(f"  brokers: {brokers or '-'}; {ids}", highlight=False)
-    deleted = [e for e in c["topic_history"] if e["event"] == "deleted"]
-    if deleted:
-        out.print("  deleted topics: " + ", ".join(
-            f"{escape(e['topic'])} (id {e['topic_id']}, metadata offset "
-            f"{e['metadata_offset']})" for e in deleted), highlight=False)
-    for line in c["problems"]:
-        out.print(f"  [yellow]problem[/] {escape(line)}", highlight=False)

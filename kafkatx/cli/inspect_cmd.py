@@ -14,93 +14,30 @@ from rich.table import Table
 
 from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
-from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replicas import ReplicaComparison, ReplicaCopy
-from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.cli.analysis_options import (
-    AnalysisCliOptions,
-    analysis_options,
-    print_view_line,
-    run_inspection,
-)
-from kafkatx.cli.cluster_cmd import render_cluster_summary
-from kafkatx.cli.groups_cmd import analyze_groups
-from kafkatx.cli.lso_cmd import (
-    duration,
+from kafkatx.analysis.timefmt import duration, iso_ms
+from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.cli.render import (
+    PER_KIND,
     human_size,
     lso_table,
     newest_timestamp,
     oldest_timestamp,
     print_problems,
+    print_view_line,
+    render_cluster_summary,
+    render_findings,
+    severity_counts,
     sorted_reports,
+    summary_text,
     table_footer,
 )
-from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.engines.base import Engine
+from kafkatx.engines.group_positions import analyze_groups
 from kafkatx.engines.local import Inspection
-
-PER_KIND = 10  # findings shown per kind in tables without --all
-SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "cyan"}
-
-
-def _where(f: Finding) -> str:
-    if f.topic is None:
-        return "-"
-    return f.topic if f.partition is None else f"{f.topic}-{f.partition}"
-
-
-def finding_lines(f: Finding) -> list[str]:
-    """``severity kind topic-partition offset N: message (location)``, then the remediation."""
-    style = SEVERITY_STYLE.get(f.level, "")
-    head = f"[{style}]{f.level:<7}[/] [bold]{escape(f.kind)}[/] {escape(_where(f))}"
-    if f.offset is not None:
-        head += f" offset {f.offset}"
-    head += f": {escape(f.message)}"
-    if f.location:
-        head += f" [dim]({escape(f.location)})[/]"
-    lines = [head]
-    if f.remediation:
-        lines.append(f"        [green]remediation:[/] {escape(f.remediation)}")
-    return lines
-
-
-def render_findings(findings: Sequence[Finding], out: Console, *, show_all: bool) -> None:
-    """Ranked findings, at most ``PER_KIND`` of each kind unless ``show_all``; then what each
-    kind means."""
-    if not findings:
-        out.print("no findings", style="green")
-        return
-    shown: Counter[str] = Counter()
-    for f in findings:
-        shown[f.kind] += 1
-        if not show_all and shown[f.kind] > PER_KIND:
-            continue
-        for line in finding_lines(f):
-            out.print(line, highlight=False, soft_wrap=True)
-    hidden = {k: n - PER_KIND for k, n in shown.items() if not show_all and n > PER_KIND}
-    for kind, n in hidden.items():
-        out.print(f"(+{n} more {escape(kind)}; --all shows every finding)", style="dim")
-    out.print()
-    for kind in shown:
-        meaning = KINDS[kind].explanation if kind in KINDS else ""
-        out.print(f"[dim]{escape(kind)}: {escape(meaning)}[/]", highlight=False)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def summary_text(counts: dict[str, int]) -> str:
-    """``N errors, M warnings, K info``."""
-    return (f"{plural(counts[ERROR], 'error')}, {plural(counts[WARNING], 'warning')}, "
-            f"{counts[INFO]} info")
-
-
-def severity_counts(findings: Sequence[Finding]) -> dict[str, int]:
-    counts = Counter(f.level for f in findings)
-    return {ERROR: counts[ERROR], WARNING: counts[WARNING], INFO: counts[INFO]}
 
 
 def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:

@@ -28,10 +28,10 @@ from kafkatx.cli.analysis_options import (
     after_restart_option,
     check_output,
     engine_options,
-    print_view_line,
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.render import print_view_line
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel

@@ -15,25 +15,22 @@ from rich.table import Table
 
 from kafkatx.analysis.coordinator_transactions import PartitionEntry, tp_name
 from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
-from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.analysis.timeline import Selection, Timeline, TimelineTransaction
 from kafkatx.cli.analysis_options import (
     EngineCliOptions,
     NowParam,
     after_restart_option,
-    discover_or_fail,
     engine_options,
+    library_call,
     max_transaction_timeout_option,
-    print_view_line,
-    scan_bytes,
+    scan_progress,
     transaction_state_partitions_option,
 )
-from kafkatx.cli.lso_cmd import duration
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.cli.progress import ScanProgress
+from kafkatx.cli.render import print_view_line
 from kafkatx.cli.timeline_html import render_html
-from kafkatx.engines.base import SPARK
-from kafkatx.engines.factory import open_engine
+from kafkatx.engines.inspection import inspect
 from kafkatx.engines.local import AnalysisOptions
 
 OUTCOME_STYLE = {"committed": "green", "aborted": "dim", "open": "yellow", "hanging": "bold red",
@@ -160,18 +157,13 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
         check_output_file(output, paths)
     selection = Selection(transactional_ids=frozenset(transactional_ids),
                           producer_ids=frozenset(producer_ids), since_ms=since, until_ms=until)
-    disc = discover_or_fail(paths)
-    total = scan_bytes(disc)
-    with open_engine(engine.config, input_bytes=total) as runner, \
-            ScanProgress(total, enabled=None if runner.name != SPARK else False) as bar:
-        view = AFTER_RESTART if after_restart else AS_FOUND
-        options = AnalysisOptions(now_ms=now,
-                                  max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                  transaction_state_partitions=transaction_state_partitions,
-                                  view=view, predict_restart=False)
-        result = runner.inspect(paths, options=options,
-                                progress=bar.advance, on_partition=bar.partition,
-                                keep_timeline=True, selection=selection)
+    view = AFTER_RESTART if after_restart else AS_FOUND
+    options = AnalysisOptions(now_ms=now, max_transaction_timeout_ms=max_transaction_timeout_ms,
+                              transaction_state_partitions=transaction_state_partitions,
+                              view=view, predict_restart=False)
+    result = library_call(lambda: inspect(paths, options=options, engine=engine.config,
+                                          progress=scan_progress, keep_timeline=True,
+                                          selection=selection, join_cluster=False)).inspection
     tl = result.timeline
     assert tl is not None
     err = stderr_console()

@@ -9,15 +9,16 @@ import sys
 import click
 
 from kafkatx.analysis.findings import ERROR, INFO, WARNING
-from kafkatx.cli.analysis_options import (
-    AnalysisCliOptions,
-    analysis_options,
-    print_view_line,
-    run_inspection,
-)
-from kafkatx.cli.inspect_cmd import plural, render_findings, severity_counts, summary_text
-from kafkatx.cli.lso_cmd import print_problems
+from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.cli.render import (
+    plural,
+    print_problems,
+    print_view_line,
+    render_findings,
+    severity_counts,
+    summary_text,
+)
 
 EXIT_ERRORS_FOUND = 1
 

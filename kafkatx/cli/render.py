@@ -1,0 +1,244 @@
+"""What the analysis commands render alike, in one place: the view line, the partitions' LSO
+table and its footer, findings by severity, the cluster summary, warnings on stderr. Each
+command renders through this module (never through another command's)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
+from kafkatx.analysis.partition_report import PartitionReport
+from kafkatx.analysis.restart_view import AFTER_RESTART, VIEW_LINES
+from kafkatx.analysis.timefmt import duration, iso_ms
+from kafkatx.cli.output import stderr_console, stdout_console
+from kafkatx.engines.local import Inspection
+from kafkatx.formats.internal_topics import METADATA_TOPIC
+
+
+def print_view_line(view: str) -> None:
+    """The first line of a table: which view answers (only the restart view says it; the
+    view as found is every command's default)."""
+    if view == AFTER_RESTART:
+        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False)
+
+
+
+def sorted_reports(reports: Sequence[PartitionReport]) -> list[PartitionReport]:
+    """By topic, partition, then log dir label (several brokers' copies of one partition)."""
+    return sorted(reports, key=lambda r: (r.topic, r.partition, r.broker or "", r.path))
+
+
+def several_log_dirs(reports: Sequence[PartitionReport]) -> bool:
+    return len({r.broker for r in reports}) > 1
+
+
+def _timestamp(report: PartitionReport, name: str) -> int | None:
+    ms = getattr(report, name, None)  # min/max_timestamp: only when the engine provides them
+    return ms if isinstance(ms, int) and ms >= 0 else None
+
+
+def newest_timestamp(report: PartitionReport) -> int | None:
+    """The newest timestamp in the partition's log, when the report carries it."""
+    return _timestamp(report, "max_timestamp")
+
+
+def oldest_timestamp(report: PartitionReport) -> int | None:
+    """The oldest timestamp in the partition's log, when the report carries it."""
+    return _timestamp(report, "min_timestamp")
+
+
+def open_txn_text(report: PartitionReport, now_ms: int | None) -> str:
+    """``pid/epoch@first_offset (age)`` for each open transaction, oldest first."""
+    reference = now_ms if now_ms is not None else newest_timestamp(report)
+    parts = []
+    for t in sorted(report.open_transactions, key=lambda t: t.first_offset):
+        text = f"{t.producer_id}/{t.producer_epoch}@{t.first_offset}"
+        if reference is not None and t.first_timestamp >= 0:
+            text += f" ({duration(reference - t.first_timestamp)})"
+        elif t.first_timestamp >= 0:
+            text += f" (since {iso_ms(t.first_timestamp)})"
+        parts.append(text)
+    return ", ".join(parts) or "-"
+
+
+def lag_style(report: PartitionReport) -> str | None:
+    """LSO behind the HW: red when an open transaction holds it, else yellow."""
+    if report.hw_minus_lso <= 0:
+        return None
+    return "bold red" if report.lso_source == "open_transaction" else "yellow"
+
+
+def lso_table(reports: Sequence[PartitionReport], *, now_ms: int | None,
+              with_counts: bool = False) -> Table:
+    """The ``lso`` columns; ``with_counts`` adds ``inspect``'s segment and transaction figures."""
+    brokers = several_log_dirs(reports)
+    t = Table(show_header=True, box=None, pad_edge=False, header_style="bold",
+              padding=(0, 2, 0, 0))
+    columns: list[tuple[str, str]] = [("topic", "left"), ("partition", "right")]
+    if brokers:
+        columns.append(("log dir", "left"))
+    columns += [("log start", "right"), ("LEO", "right"), ("HW", "right"), ("LSO", "right"),
+                ("LSO source", "left"), ("HW−LSO", "right"), ("pending", "right")]
+    if with_counts:
+        columns += [("segs", "right"), ("size", "right"), ("producers", "right"),
+                    ("commit", "right"), ("abort", "right"), ("open", "right"),
+                    ("longest txn", "right")]
+    columns.append(("open transactions (pid/epoch@offset, age)", "left"))
+    for i, (name, justify) in enumerate(columns):
+        last = i == len(columns) - 1
+        t.add_column(name, justify=justify, no_wrap=not last,  # type: ignore[arg-type]
+                     overflow="fold" if last else "ellipsis")
+    for r in reports:
+        row = [escape(r.topic), str(r.partition)]
+        if brokers:
+            row.append(escape(r.broker or r.path))
+        row += [str(r.log_start_offset), str(r.log_end_offset),
+                "-" if r.high_watermark is None else str(r.high_watermark),
+                str(r.last_stable_offset), r.lso_source.replace("_", " "), str(r.hw_minus_lso),
+                str(r.records_pending)]
+        if with_counts:
+            row += [str(r.segments), human_size(r.size_bytes), str(r.producers),
+                    str(r.transactions_committed), str(r.transactions_aborted),
+                    str(len(r.open_transactions)),
+                    "-" if r.longest_transaction_ms is None
+                    else duration(r.longest_transaction_ms)]
+        row.append(escape(open_txn_text(r, now_ms)))
+        t.add_row(*row, style=lag_style(r))
+    return t
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return str(n)
+
+
+def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
+    # KRaft keeps the metadata log's high watermark in memory, never in a checkpoint file
+    unknown = [r for r in reports if r.high_watermark is None and r.topic != METADATA_TOPIC]
+    if unknown:
+        names = ", ".join(f"{r.topic}-{r.partition}" for r in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        out.print(f"HW unknown for {len(unknown)} partition(s) ({escape(names)}{more}): no "
+                  "replication-offset-checkpoint entry, so the log end offset was used as the "
+                  "HW", style="dim")
+    stuck = [r for r in reports if r.hw_minus_lso > 0]
+    if stuck:
+        out.print(f"{len(stuck)} partition(s) with the LSO behind the HW: read_committed "
+                  "consumers there cannot read past the LSO", style="dim")
+
+
+def print_problems(result: Inspection) -> None:
+    err = stderr_console()
+    for p in result.problems:
+        err.print(f"kafkatx: warning: {p}", markup=False)
+    if not result.partitions:
+        err.print("kafkatx: warning: no live partition found", markup=False)
+
+
+
+PER_KIND = 10  # findings shown per kind in tables without --all
+SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "cyan"}
+
+
+def _where(f: Finding) -> str:
+    if f.topic is None:
+        return "-"
+    return f.topic if f.partition is None else f"{f.topic}-{f.partition}"
+
+
+def finding_lines(f: Finding) -> list[str]:
+    """``severity kind topic-partition offset N: message (location)``, then the remediation."""
+    style = SEVERITY_STYLE.get(f.level, "")
+    head = f"[{style}]{f.level:<7}[/] [bold]{escape(f.kind)}[/] {escape(_where(f))}"
+    if f.offset is not None:
+        head += f" offset {f.offset}"
+    head += f": {escape(f.message)}"
+    if f.location:
+        head += f" [dim]({escape(f.location)})[/]"
+    lines = [head]
+    if f.remediation:
+        lines.append(f"        [green]remediation:[/] {escape(f.remediation)}")
+    return lines
+
+
+def render_findings(findings: Sequence[Finding], out: Console, *, show_all: bool) -> None:
+    """Ranked findings, at most ``PER_KIND`` of each kind unless ``show_all``; then what each
+    kind means."""
+    if not findings:
+        out.print("no findings", style="green")
+        return
+    shown: Counter[str] = Counter()
+    for f in findings:
+        shown[f.kind] += 1
+        if not show_all and shown[f.kind] > PER_KIND:
+            continue
+        for line in finding_lines(f):
+            out.print(line, highlight=False, soft_wrap=True)
+    hidden = {k: n - PER_KIND for k, n in shown.items() if not show_all and n > PER_KIND}
+    for kind, n in hidden.items():
+        out.print(f"(+{n} more {escape(kind)}; --all shows every finding)", style="dim")
+    out.print()
+    for kind in shown:
+        meaning = KINDS[kind].explanation if kind in KINDS else ""
+        out.print(f"[dim]{escape(kind)}: {escape(meaning)}[/]", highlight=False)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    """``N errors, M warnings, K info``."""
+    return (f"{plural(counts[ERROR], 'error')}, {plural(counts[WARNING], 'warning')}, "
+            f"{counts[INFO]} info")
+
+
+def severity_counts(findings: Sequence[Finding]) -> dict[str, int]:
+    counts = Counter(f.level for f in findings)
+    return {ERROR: counts[ERROR], WARNING: counts[WARNING], INFO: counts[INFO]}
+
+
+
+def render_cluster_summary(c: dict[str, Any], out: Console) -> None:
+    """The few lines ``inspect`` shows of a metadata log (``kafkatx cluster`` has the rest)."""
+    s = c["source"]
+    span = (f", offsets {s['log_start_offset']}..{s['log_end_offset'] - 1}"
+            if s["log_end_offset"] is not None else "")
+    out.print(f"[bold]cluster[/] (KRaft metadata log {escape(c['path'])}{span})",
+              highlight=False)
+    mv = c["metadata_version"]
+    parts = [f"metadata.version {mv['level']} ({mv['release']})" if mv
+             else "metadata.version not finalized"]
+    tv_changes = [f for f in c["feature_history"] if f["feature"] == "transaction.version"]
+    tv = c["features"].get("transaction.version", 0)
+    text = f"transaction.version {tv}"
+    if len(tv_changes) > 1 and tv_changes[-1]["metadata_offset"] is not None:
+        text += (f" since metadata offset {tv_changes[-1]['metadata_offset']} "
+                 f"({tv_changes[-2]['level']} before)")
+    parts.append(text)
+    partitions = sum(t["partition_count"] for t in c["topics"])
+    parts.append(f"{len(c['topics'])} topics, {partitions} partitions")
+    out.print("  " + "; ".join(parts), highlight=False)
+    brokers = ", ".join(f"{b['broker_id']} (epoch {b['broker_epoch']}, "
+                        f"{'fenced' if b['fenced'] else 'unfenced'})" for b in c["brokers"])
+    blocks = c["producer_id_blocks"]
+    ids = (f"producer ids {blocks[0]['first_producer_id']}..{blocks[-1]['last_producer_id']} "
+           f"in {len(blocks)} block(s), next {c['next_producer_id']}" if blocks
+           else "no producer-id block")
+    out.print(f"  brokers: {brokers or '-'}; {ids}", highlight=False)
+    deleted = [e for e in c["topic_history"] if e["event"] == "deleted"]
+    if deleted:
+        out.print("  deleted topics: " + ", ".join(
+            f"{escape(e['topic'])} (id {e['topic_id']}, metadata offset "
+            f"{e['metadata_offset']})" for e in deleted), highlight=False)
+    for line in c["problems"]:
+        out.print(f"  [yellow]problem[/] {escape(line)}", highlight=False)
