@@ -144,14 +144,23 @@ class Controller:
         records += [("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": name,
                                          "name": key, "value": value})
                     for key, value in configs.items()]
-        for p, (replicas, leader, isr) in enumerate(partitions):
-            records.append(partition_record(topic_id, p, Partition(
-                replicas=tuple(replicas), isr=tuple(isr), removing_replicas=(),
-                adding_replicas=(), leader=leader, leader_recovery_state=0, leader_epoch=0,
-                partition_epoch=0,
-                directories=tuple(directories.get(r, "") for r in replicas), elr=(),
-                last_known_elr=())))
-        return self._write(records)
+        return self._write(records + self._replicated(topic_id, 0, partitions, directories))
+
+    def create_replicated_partitions(self, topic_id: str, first: int,
+                                     partitions: list[tuple[list[int], int, list[int]]],
+                                     directories: Mapping[int, str]) -> int:
+        """``ReplicationControlManager#createPartitions`` for ``--brokers N``: partitions
+        ``first``.. as (replicas, leader, ISR), one batch."""
+        return self._write(self._replicated(topic_id, first, partitions, directories))
+
+    @staticmethod
+    def _replicated(topic_id: str, first: int, partitions: list[tuple[list[int], int, list[int]]],
+                    directories: Mapping[int, str]) -> list[Rec]:
+        return [partition_record(topic_id, first + i, Partition(
+            replicas=tuple(replicas), isr=tuple(isr), removing_replicas=(), adding_replicas=(),
+            leader=leader, leader_recovery_state=0, leader_epoch=0, partition_epoch=0,
+            directories=tuple(directories.get(r, "") for r in replicas), elr=(),
+            last_known_elr=())) for i, (replicas, leader, isr) in enumerate(partitions)]
 
     def change_partition(self, topic_id: str, partition: int, *, leader: int | None = None,
                          isr: list[int] | None = None) -> int:

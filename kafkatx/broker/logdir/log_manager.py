@@ -10,11 +10,10 @@ the topic id, ``leader-epoch-checkpoint`` with the first epoch), ``ReplicaManage
 
 Topics, their ids, partition counts and configs, and the dynamic broker configs live in the
 node's KRaft metadata log (``__cluster_metadata-0``, :mod:`kafkatx.broker.kraft.metadata_log`):
-every
-change is written there first (:mod:`kafkatx.broker.kraft.controller`), and a start loads them from
-it, as a KRaft broker's ``LogManager`` is given its topics by the metadata image. A partition
-directory of a topic the metadata log does not know (a log dir written before it existed) is
-adopted: its topic is written to the metadata log.
+every change is written there first (:mod:`kafkatx.broker.kraft.controller`), and a start loads
+them from it, as a KRaft broker's ``LogManager`` is given its topics by the metadata image.
+A partition directory of a topic the metadata log does not know (a log dir written before it
+existed) is adopted: its topic is written to the metadata log.
 """
 
 from __future__ import annotations
@@ -470,10 +469,8 @@ class LogManager:
         for a ``TopicRecord`` and its ``PartitionRecord``s): the topic in the metadata cache,
         a log for each partition in ``hosted`` (partition -> whether this broker leads it, so
         its leader epoch cache starts with epoch 0 at offset 0)."""
-        topic = self.topics.get(name)
-        if topic is None:
-            topic = Topic(name, topic_id, dict(configs), num_partitions=num_partitions)
-            self.topics[name] = topic
+        topic = self.topics.setdefault(name, Topic(name, topic_id, dict(configs)))
+        topic.num_partitions = max(topic.num_partitions, num_partitions)  # CreatePartitions
         for partition, leads in sorted(hosted.items()):
             if partition not in topic.logs:
                 self._create_log(topic, partition, first_epoch=leads)
@@ -587,10 +584,15 @@ class LogManager:
             self.checkpoint_log_start_offsets()
         return deleted
 
-    def get(self, topic: str, partition: int) -> PartitionLog | None:
+    def contains(self, topic: str, partition: int) -> bool:
+        """``MetadataCache#contains``: the partition exists, hosted here or not."""
         t = self.topics.get(topic)
-        if t is None or not 0 <= partition < t.num_partitions:
+        return t is not None and 0 <= partition < t.num_partitions
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        if not self.contains(topic, partition):
             return None
+        t = self.topics[topic]
         log = t.logs.get(partition)
         if log is None and t.is_internal and not self.replicated:
             log = self.internal_log(topic, partition)
@@ -619,9 +621,8 @@ class LogManager:
 
     def checkpoint_high_watermarks(self) -> None:
         """``ReplicaManager#checkpointHighWatermarks``."""
-        atomic_write(self.root / REPLICATION_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("high_watermark",
-                                                           REPLICATION_CHECKPOINT)))
+        atomic_write(self.root / REPLICATION_CHECKPOINT, build_offset_checkpoint(
+            self._entries("high_watermark", REPLICATION_CHECKPOINT)))
 
     def flush_rolled(self) -> tuple[list[tuple[PartitionLog, int]], list[Path]]:
         """What ``UnifiedLog#roll``'s scheduled ``flushUptoOffsetExclusive`` would flush now: for
@@ -639,9 +640,8 @@ class LogManager:
 
     def checkpoint_recovery_points(self) -> None:
         """``LogManager#checkpointRecoveryOffsetsInDir``."""
-        atomic_write(self.root / RECOVERY_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("recovery_point",
-                                                           RECOVERY_CHECKPOINT)))
+        atomic_write(self.root / RECOVERY_CHECKPOINT, build_offset_checkpoint(
+            self._entries("recovery_point", RECOVERY_CHECKPOINT)))
 
     def checkpoint_log_start_offsets(self) -> None:
         """``LogManager#checkpointLogStartOffsetsInDir``: only logs whose start offset moved past
@@ -666,9 +666,8 @@ class LogManager:
         return read_offset_checkpoint(path.read_bytes(), path=str(path)).as_map()
 
     def update_cleaner_checkpoints(self, updates: Mapping[tuple[str, int], int]) -> None:
-        """``LogCleanerManager#updateCheckpoints``: ``updates`` applied, the entries of logs no
-        longer here dropped (a deleted topic's, as ``LogManager#asyncDelete`` has them
-        removed)."""
+        """``LogCleanerManager#updateCheckpoints``: ``updates`` applied, the entries of logs
+        no longer here dropped (a deleted topic's: ``LogManager#asyncDelete`` removes them)."""
         present = {(log.topic, log.partition) for log in self.all_logs()}
         entries = {k: v for k, v in {**self.cleaner_checkpoints(), **updates}.items()
                    if k in present}
@@ -685,9 +684,8 @@ class LogManager:
         for log in self.all_logs():
             log.close()
         self._deleter.shutdown(wait=True)  # deleted topics' directories all gone
-        atomic_write(self.root / RECOVERY_CHECKPOINT,
-                     build_offset_checkpoint(self._entries("log_end_offset",
-                                                           RECOVERY_CHECKPOINT)))
+        atomic_write(self.root / RECOVERY_CHECKPOINT, build_offset_checkpoint(
+            self._entries("log_end_offset", RECOVERY_CHECKPOINT)))
         self.checkpoint_log_start_offsets()
         if self.controller is not None:
             if self.load_completed:

@@ -232,23 +232,52 @@ class Cluster:
                 else self.default_replication_factor
             assignment = self.assignment(num_partitions, rf)
         topic_id = topic_id or random_topic_id()
-        alive = set(self.alive)
-        states = []
-        for p, replicas in enumerate(assignment):
-            leader = next((r for r in replicas if r in alive), -1)
-            states.append(PartitionState(name, p, list(replicas), leader, 0,
-                                         [r for r in replicas if r in alive]))
+        states = self._new_states(name, 0, assignment)
         if self.controller is not None:
-            self.directories.update({n: b.logs.directory_id for n, b in self.brokers.items()})
             self.controller.create_replicated_topic(
                 name, kafka_uuid(topic_id), [(s.replicas, s.leader, s.isr) for s in states],
-                dict(configs or {}),
-                {n: self.directories.get(n, UNASSIGNED_DIRECTORY) for n in self.node_ids})
+                dict(configs or {}), self._directories())
+        return self._add_partitions(name, topic_id, states, dict(configs or {}))
+
+    def create_partitions(self, name: str, count: int,
+                          assignment: list[list[int]] | None = None) -> None:
+        """``ReplicationControlManager#createPartitions``: partitions up to ``count``, each
+        with the replicas of ``assignment`` or the placer's at the topic's replication factor
+        (partition 0's), leading on their first live replica; every running broker learns them
+        before the answer, each replica creates its log."""
+        topic = next(b.logs.topics[name] for b in self.brokers.values() if name in b.logs.topics)
+        first = topic.num_partitions
+        if assignment is None:
+            state = self.partitions[(name, 0)]
+            assignment = self.assignment(count - first, len(state.replicas))
+        states = self._new_states(name, first, assignment)
+        if self.controller is not None:
+            self.controller.create_replicated_partitions(
+                kafka_uuid(topic.topic_id), first,
+                [(s.replicas, s.leader, s.isr) for s in states], self._directories())
+        self._add_partitions(name, topic.topic_id, states, topic.configs)
+
+    def _new_states(self, name: str, first: int,
+                    assignment: list[list[int]]) -> list[PartitionState]:
+        alive = set(self.alive)
+        return [PartitionState(name, first + i, list(replicas),
+                               next((r for r in replicas if r in alive), -1), 0,
+                               [r for r in replicas if r in alive])
+                for i, replicas in enumerate(assignment)]
+
+    def _directories(self) -> dict[int, str]:
+        self.directories.update({n: b.logs.directory_id for n, b in self.brokers.items()})
+        return {n: self.directories.get(n, UNASSIGNED_DIRECTORY) for n in self.node_ids}
+
+    def _add_partitions(self, name: str, topic_id: uuid.UUID, states: list[PartitionState],
+                        configs: dict[str, str]) -> Topic:
+        """Every running broker learns the partitions (``applyDelta``): the topic in its
+        metadata, a log on each replica, then each replica its role."""
+        count = states[-1].partition + 1
         created = None
         for node_id, broker in self.brokers.items():
             hosted = {s.partition: s.leader == node_id for s in states if node_id in s.replicas}
-            topic = broker.logs.add_replicated_topic(name, topic_id, len(assignment),
-                                                     dict(configs or {}), hosted)
+            topic = broker.logs.add_replicated_topic(name, topic_id, count, configs, hosted)
             created = created or topic
         for state in states:
             self.partitions[state.tp] = state

@@ -104,7 +104,7 @@ def requested_offsets(
     for topic in topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if broker.logs.get(*tp) is None:
+            if not broker.logs.contains(*tp):  # hosted here or not (metadataCache.contains)
                 errors[tp] = ErrorCode.unknown_topic_or_partition
                 continue
             offsets[tp] = OffsetAndMetadata(p.committed_offset,
@@ -238,9 +238,8 @@ async def handle_offset_delete(broker: BrokerContext, ctx: RequestContext, reque
     answers: dict[str, dict[int, ErrorCode]] = {}
     valid: list[tuple[str, int]] = []
     for topic in request.topics:
-        known = broker.logs.topics.get(topic.name)
         for p in topic.partitions:
-            if known is None or not 0 <= p.partition_index < known.num_partitions:
+            if not broker.logs.contains(topic.name, p.partition_index):
                 answers.setdefault(topic.name, {})[p.partition_index] = \
                     ErrorCode.unknown_topic_or_partition
             else:

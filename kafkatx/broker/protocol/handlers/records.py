@@ -27,8 +27,7 @@ INVALID_LOW_WATERMARK = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK
 
 def _delete(broker: BrokerContext, topic: str, partition: int,
             offset: int) -> tuple[ErrorCode, int]:
-    t = broker.logs.topics.get(topic)
-    if t is None or not 0 <= partition < t.num_partitions:  # !metadataCache.contains
+    if not broker.logs.contains(topic, partition):
         return ErrorCode.unknown_topic_or_partition, INVALID_LOW_WATERMARK
     if broker.cluster is not None:
         _, error = leader_log(broker, topic, partition)

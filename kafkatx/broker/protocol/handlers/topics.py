@@ -459,8 +459,14 @@ def _check_create_partitions(broker: BrokerContext, request: Any) -> int:
             raise _Refused(ErrorCode.invalid_replica_assignment,
                            f"Attempted to add {additional} additional partition(s), but only "
                            f"{len(request.assignments)} assignment(s) were specified.")
-        for a in request.assignments:
-            problem = manual_assignment_problem(broker, a.broker_ids, 1)
+        state = broker.cluster.state(topic.name, 0) if broker.cluster is not None else None
+        replication_factor = len(state.replicas) if state is not None else 1
+        for i, a in enumerate(request.assignments):
+            problem = manual_assignment_problem(broker, a.broker_ids, replication_factor)
+            if problem is None and broker.cluster is not None and \
+                    not set(a.broker_ids) & set(broker.cluster.brokers):
+                problem = (f"All brokers specified in the manual partition assignment for "
+                           f"partition {current + i} are fenced or in controlled shutdown.")
             if problem is not None:
                 raise _Refused(ErrorCode.invalid_replica_assignment, problem)
     return request.count
@@ -491,7 +497,13 @@ async def handle_create_partitions(broker: BrokerContext, ctx: RequestContext, r
         error, message = ErrorCode.none, None
         try:
             count = _check_create_partitions(broker, wanted)
-            if not request.validate_only:
+            if request.validate_only:
+                pass
+            elif broker.cluster is not None:
+                broker.cluster.create_partitions(
+                    wanted.name, count, None if wanted.assignments is None else
+                    [list(a.broker_ids) for a in wanted.assignments])
+            else:
                 broker.logs.create_partitions(broker.logs.topics[wanted.name], count)
                 broker.log(f"topic {wanted.name} now has {count} partitions")
         except _Refused as exc:
