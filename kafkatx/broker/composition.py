@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from rich.console import Console
 
 from kafkatx.broker.config.broker_config import BrokerConfig
+from kafkatx.broker.coordinators.add_partitions_manager import AddPartitionsToTxnManager
 from kafkatx.broker.coordinators.group_coordinator import GroupCoordinator
 from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
 from kafkatx.broker.faults import Faults
@@ -45,6 +46,7 @@ def build_broker(config: BrokerConfig, *, console: Console | None = None,
         broker, initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms)
     broker.transactions = TransactionCoordinator(broker)
     broker.transactions.id_expiration_ms = config.transactional_id_expiration_ms
+    broker.txn_verifier = AddPartitionsToTxnManager(broker)
     broker.handlers = load_handlers(config.transaction_version, cluster=cluster is not None)
     return broker
 

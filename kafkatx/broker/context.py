@@ -189,6 +189,15 @@ class Transactions(Protocol):
                           duration_ms: int = -1) -> tuple[list[Any], list[str]]: ...
 
 
+class TxnVerifier(Protocol):
+    """``AddPartitionsToTxnManager`` (:mod:`kafkatx.broker.coordinators.add_partitions_manager`):
+    a partition leader's questions to a transaction coordinator on another broker."""
+
+    def add_or_verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      partitions: Iterable[TopicPartition], *, add: bool,
+                      knows_abortable: bool) -> Awaitable[dict[TopicPartition, ErrorCode]]: ...
+
+
 class ClusterView(Protocol):
     """The controller of a ``--brokers N`` serve as its brokers use it
     (:class:`kafkatx.broker.replication.cluster.Cluster`)."""
@@ -206,6 +215,8 @@ class ClusterView(Protocol):
                      configs: Mapping[str, str] | None = None, *,
                      assignment: list[list[int]] | None = None,
                      topic_id: Any = None) -> Any: ...
+    def create_partitions(self, name: str, count: int,
+                          assignment: list[list[int]] | None = None) -> None: ...
     def ensure_internal_topic(self, name: str) -> None: ...
     def delete_topic(self, name: str) -> None: ...
     def alter_isr(self, tp: TopicPartition, leader: int, leader_epoch: int,
@@ -220,6 +231,7 @@ class BrokerContext(Protocol):
     replicas: Replicas
     groups: Groups
     transactions: Transactions
+    txn_verifier: TxnVerifier
     producer_ids: ProducerIds
     faults: Faults
     cluster: ClusterView | None  # the controller of a --brokers N serve, else None

@@ -70,8 +70,15 @@ async def await_coordinator_replication(broker: BrokerContext, ctx: RequestConte
     key = ctx.api_key
     if key in TRANSACTION_APIS:
         txn_id = getattr(request, TRANSACTION_APIS[key], None)
-        verdict = broker.transactions.durability.take(txn_id) if txn_id else None
-        return ErrorCode.none if verdict is None else await verdict
+        # AddPartitionsToTxn v4+ (from a partition leader) names its ids per transaction.
+        txn_ids = [txn_id] if txn_id else [t.transactional_id
+                                           for t in getattr(request, "transactions", ())]
+        for ident in txn_ids:
+            verdict = broker.transactions.durability.take(ident)
+            error = ErrorCode.none if verdict is None else await verdict
+            if error != ErrorCode.none:
+                return error
+        return ErrorCode.none
     if key not in GROUP_APIS:
         return ErrorCode.none
     ident = getattr(request, GROUP_APIS[key], None)

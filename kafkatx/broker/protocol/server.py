@@ -44,6 +44,7 @@ from kafkatx.broker.protocol.lifecycle import StopRequest
 from kafkatx.broker.wire import codec
 
 if TYPE_CHECKING:
+    from kafkatx.broker.coordinators.add_partitions_manager import AddPartitionsToTxnManager
     from kafkatx.broker.coordinators.group_coordinator import GroupCoordinator
     from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
     from kafkatx.broker.faults import Faults
@@ -114,6 +115,7 @@ class Broker:
     replicas: ReplicaManager
     groups: GroupCoordinator
     transactions: TransactionCoordinator
+    txn_verifier: AddPartitionsToTxnManager
     handlers: dict[int, ApiHandler]
 
     def __init__(self, config: BrokerConfig, *, console: Console | None = None,
@@ -342,6 +344,7 @@ class Broker:
     async def _stop_serving(self) -> None:
         self.stopping.set()
         await self.replicas.shutdown()
+        await self.txn_verifier.close()
         if self._server is not None:
             self._server.close()
         for task in self._tasks:

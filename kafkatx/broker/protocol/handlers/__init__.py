@@ -44,6 +44,7 @@ class ApiHandler:
     handle: Handler
     tv2_max_version: int | None = None  # the range's top at transaction.version 2
     cluster_only: bool = False  # served by the brokers of a --brokers N serve only
+    cluster_max_version: int | None = None  # the top below transaction.version 2 with brokers
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -53,14 +54,16 @@ REGISTRY: dict[int, ApiHandler] = {}
 
 
 def api(api_key: int, min_version: int, max_version: int, *,
-        tv2_max_version: int | None = None,
-        cluster_only: bool = False) -> Callable[[Handler], Handler]:
+        tv2_max_version: int | None = None, cluster_only: bool = False,
+        cluster_max_version: int | None = None) -> Callable[[Handler], Handler]:
     """Register ``handle`` for ``api_key`` versions [min_version, max_version] (up to
-    ``tv2_max_version`` when the broker runs at transaction.version 2)."""
+    ``tv2_max_version`` when the broker runs at transaction.version 2, up to
+    ``cluster_max_version`` below it for the brokers of a ``--brokers N`` serve: the
+    broker-to-broker versions their peers send)."""
 
     def register(handle: Handler) -> Handler:
         REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle,
-                                       tv2_max_version, cluster_only)
+                                       tv2_max_version, cluster_only, cluster_max_version)
         return handle
 
     return register
@@ -74,6 +77,10 @@ def load_handlers(transaction_version: int = 0, *,
         importlib.import_module(module)
     served = {key: h for key, h in REGISTRY.items() if cluster or not h.cluster_only}
     if transaction_version < 2:
-        return served
+        if not cluster:
+            return served
+        return {key: (dataclasses.replace(h, max_version=h.cluster_max_version)
+                      if h.cluster_max_version is not None else h)
+                for key, h in served.items()}
     return {key: (dataclasses.replace(h, max_version=h.tv2_max_version)
                   if h.tv2_max_version is not None else h) for key, h in served.items()}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.coordinators.txn_verification import verify_transactional_produce
+from kafkatx.broker.coordinators import txn_verification
 from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split_batches
 from kafkatx.broker.logs.legacy_records import first_magic, up_convert
 from kafkatx.broker.logs.log_values import AppendError, AppendResult
@@ -98,69 +98,62 @@ def old_version_records(records: bytes | None, log: PartitionLog
         raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
 
 
+@dataclasses.dataclass(slots=True)
+class _Slot:
+    """One partition of the request on its way: validated, maybe verified, then appended."""
+
+    topic: int  # index into the response's topics
+    index: int
+    name: str
+    log: PartitionLog | None = None
+    replica: Any = None
+    records: bytes = b""
+    batches: tuple[list[BatchHeader], int] | None = None
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    result: AppendResult | None = None
+    record_errors: tuple[tuple[int, str | None], ...] = ()
+    log_start: int = -1
+
+
 @api(0, 0, 9, tv2_max_version=12)
 async def handle_produce(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
+    names = [topic.name for topic in request.topic_data]
+    slots = [_check(broker, ctx, acks, t, topic.name, part)
+             for t, topic in enumerate(request.topic_data) for part in topic.partition_data]
+    pending = {(s.name, s.index): txn_verification.start(s.log, s.batches[0][0])
+               for s in slots if s.error == ErrorCode.none and s.log is not None
+               and s.batches is not None and s.batches[0]
+               and txn_verification.needs_verification(broker, s.log, s.batches[0][0])}
+    refused = await txn_verification.verify(
+        broker, getattr(request, "transactional_id", None), pending, ctx.api_version)
     now = broker.now_ms()
-    responses: list[tuple[str, list[PartitionResult]]] = []
-    failures: list[str] = []
     appended = False
+    failures: list[str] = []
     waits: list[tuple[int, int, int]] = []  # (topic index, partition index, required offset)
-    for topic in request.topic_data:
-        partitions = []
-        for part in topic.partition_data:
-            error, message, result = ErrorCode.none, None, None
-            record_errors: tuple[tuple[int, str | None], ...] = ()
-            log_start = -1
-            log, missing = leader_log(broker, topic.name, part.index)
-            replica = (broker.replicas.leader_partition(topic.name, part.index)
-                       if broker.cluster is not None else None)
-            if acks not in (-1, 0, 1):
-                error, message = ErrorCode.invalid_required_acks, None
-            elif log is None:
-                error = missing
-                message = ("This server does not host this topic-partition."
-                           if missing == ErrorCode.unknown_topic_or_partition else
-                           f"This server is not the leader for partition {topic.name}-"
-                           f"{part.index}")
-            elif (replica is not None and acks == -1
-                  and broker.replicas.min_insync_error(replica) is not None):
-                error = ErrorCode.not_enough_replicas
-                message = (f"The size of the current ISR {replica.isr} is insufficient to "
-                           f"satisfy the min.isr requirement of "
-                           f"{broker.replicas.min_insync_replicas(replica)} for partition "
-                           f"{topic.name}-{part.index}")
-            elif topic.name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
-                error = ErrorCode.invalid_topic_exception
-                message = f"Cannot append to internal topic {topic.name}"
-            else:
-                try:
-                    if ctx.api_version >= 3:
-                        records = part.records
-                        batches = validate_records(ctx.api_version, records)
-                    else:
-                        records, batches = old_version_records(part.records, log)
-                    refused = verify_transactional_produce(
-                        broker, getattr(request, "transactional_id", None), topic.name,
-                        part.index, log, batches[0][0], ctx.api_version) if batches[0] else None
-                    if refused is not None:
-                        raise RecordsRefused(*refused)
-                    result = log.append_as_leader(bytes(records), now, batches=batches)
-                    appended = appended or not result.duplicate
-                    if replica is not None:
-                        broker.replicas.after_leader_append(replica)
-                        if acks == -1:
-                            waits.append((len(responses), len(partitions),
-                                          result.last_offset + 1))
-                except (RecordsRefused, AppendError) as exc:
-                    error, message = exc.error, exc.message
-                    if isinstance(exc, AppendError):
-                        record_errors, log_start = exc.record_errors, exc.log_start_offset
-            if error != ErrorCode.none:
-                failures.append(f"{topic.name}-{part.index}: {error.name}: {message}")
-            partitions.append(_partition_result(part.index, error, message, result,
-                                                record_errors, log_start))
-        responses.append((topic.name, partitions))
+    positions: dict[int, int] = {}
+    for s in slots:
+        position = positions[s.topic] = positions.get(s.topic, -1) + 1
+        if (s.name, s.index) in refused:
+            s.error, s.message = refused[(s.name, s.index)]
+        if s.error == ErrorCode.none and s.log is not None and s.batches is not None:
+            try:
+                s.result = s.log.append_as_leader(s.records, now, batches=s.batches)
+                appended = appended or not s.result.duplicate
+                if s.replica is not None:
+                    broker.replicas.after_leader_append(s.replica)
+                    if acks == -1:
+                        waits.append((s.topic, position, s.result.last_offset + 1))
+            except AppendError as exc:
+                s.error, s.message = exc.error, exc.message
+                s.record_errors, s.log_start = exc.record_errors, exc.log_start_offset
+        if s.error != ErrorCode.none:
+            failures.append(f"{s.name}-{s.index}: {s.error.name}: {s.message}")
+    responses: list[tuple[str, list[PartitionResult]]] = [(name, []) for name in names]
+    for s in slots:
+        responses[s.topic][1].append(_partition_result(s.index, s.error, s.message, s.result,
+                                                       s.record_errors, s.log_start))
     if appended:
         broker.notify_append()
     if waits:
@@ -173,6 +166,46 @@ async def handle_produce(broker: BrokerContext, ctx: RequestContext, request: An
         return None
     return codec.EncodedResponse(ctx.response_cls,
                                     encode_produce_response(ctx.api_version, responses))
+
+
+def _check(broker: BrokerContext, ctx: RequestContext, acks: int, topic_index: int,
+           topic: str, part: Any) -> _Slot:
+    """Everything ``appendRecords`` checks before the append, in its order."""
+    slot = _Slot(topic_index, part.index, topic)
+    log, missing = leader_log(broker, topic, part.index)
+    replica = (broker.replicas.leader_partition(topic, part.index)
+               if broker.cluster is not None else None)
+    if acks not in (-1, 0, 1):
+        slot.error = ErrorCode.invalid_required_acks
+    elif log is None:
+        slot.error = missing
+        slot.message = ("This server does not host this topic-partition."
+                        if missing == ErrorCode.unknown_topic_or_partition else
+                        f"This server is not the leader for partition {topic}-{part.index}")
+    elif (replica is not None and acks == -1
+          and broker.replicas.min_insync_error(replica) is not None):
+        slot.error = ErrorCode.not_enough_replicas
+        slot.message = (f"The size of the current ISR {replica.isr} is insufficient to "
+                        f"satisfy the min.isr requirement of "
+                        f"{broker.replicas.min_insync_replicas(replica)} for partition "
+                        f"{topic}-{part.index}")
+    elif topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+        slot.error = ErrorCode.invalid_topic_exception
+        slot.message = f"Cannot append to internal topic {topic}"
+    else:
+        slot.log, slot.replica = log, replica
+        try:
+            if ctx.api_version >= 3:
+                records = part.records
+                slot.batches = validate_records(ctx.api_version, records)
+            else:
+                records, slot.batches = old_version_records(part.records, log)
+            slot.records = bytes(records)
+        except (RecordsRefused, AppendError) as exc:
+            slot.error, slot.message = exc.error, exc.message
+            if isinstance(exc, AppendError):
+                slot.record_errors, slot.log_start = exc.record_errors, exc.log_start_offset
+    return slot
 
 
 async def _wait_for_replication(broker: BrokerContext, request: Any,

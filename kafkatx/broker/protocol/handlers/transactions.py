@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.coordinators.groups import UNKNOWN_MEMBER_ID
+from kafkatx.broker.coordinators.txn_verification import ask_coordinator
 from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.handlers.groups import requested_offsets
 from kafkatx.broker.wire import codec
@@ -70,14 +71,14 @@ def _existing(broker: BrokerContext, partitions: Iterable[tuple[str, int]]) -> d
                                                                              ErrorCode]:
     """UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata does not have, OPERATION_NOT_
     ATTEMPTED for the rest when any is unknown; empty when all exist."""
-    unknown = {tp for tp in partitions if broker.logs.get(*tp) is None}
+    unknown = {tp for tp in partitions if not broker.logs.contains(*tp)}
     if not unknown:
         return {}
     return {tp: (ErrorCode.unknown_topic_or_partition if tp in unknown
                  else ErrorCode.operation_not_attempted) for tp in partitions}
 
 
-@api(24, 0, 3, tv2_max_version=5)
+@api(24, 0, 3, tv2_max_version=5, cluster_max_version=4)
 async def handle_add_partitions_to_txn(broker: BrokerContext, ctx: RequestContext,
                                        request: Any) -> Any:
     if ctx.api_version >= 4:
@@ -116,6 +117,8 @@ def _add_partitions_batch(broker: BrokerContext, ctx: RequestContext, request: A
         errors = _existing(broker, wanted)
         if errors:
             pass
+        elif not broker.transactions.owns(txn.transactional_id):
+            errors = dict.fromkeys(wanted, ErrorCode.not_coordinator)  # getTransactionState
         elif txn.verify_only:
             errors = broker.transactions.verify_partitions(
                 txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
@@ -178,7 +181,7 @@ async def handle_write_txn_markers(broker: BrokerContext, ctx: RequestContext, r
 async def handle_txn_offset_commit(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     offsets, errors = requested_offsets(broker, request.topics, broker.now_ms())
     if offsets:
-        refused = _add_or_verify_offsets_partition(broker, ctx, request)
+        refused = await _add_or_verify_offsets_partition(broker, ctx, request)
         if refused != ErrorCode.none:
             errors.update(dict.fromkeys(offsets, refused))
         else:
@@ -197,23 +200,22 @@ async def handle_txn_offset_commit(broker: BrokerContext, ctx: RequestContext, r
                       partitions=tuple(parts)) for topic, parts in by_topic.items()))
 
 
-def _add_or_verify_offsets_partition(broker: BrokerContext, ctx: RequestContext,
-                                     request: Any) -> ErrorCode:
-    """KIP-890 for offset commits: v5 under transactions v2 adds the group's
-    ``__consumer_offsets`` partition to the transaction (what AddOffsetsToTxn did); from
-    transaction.version 1 on, older versions must find it already added (KAFKA-15449)."""
-    coordinator = broker.transactions
+async def _add_or_verify_offsets_partition(broker: BrokerContext, ctx: RequestContext,
+                                           request: Any) -> ErrorCode:
+    """KIP-890 for offset commits (``CoordinatorPartitionWriter#maybeStartTransaction
+    Verification``): v5 under transactions v2 adds the group's ``__consumer_offsets``
+    partition to the transaction (what AddOffsetsToTxn did); from transaction.version 1 on,
+    older versions must find it already added (KAFKA-15449). The transaction coordinator may
+    be on another broker (``AddPartitionsToTxnManager``); v4+ knows TRANSACTION_ABORTABLE
+    (``txnOffsetCommitRequestVersionToTransactionSupportedOperation``)."""
     if broker.config.transaction_version < 1 or not request.transactional_id:
         return ErrorCode.none
-    tp = coordinator.offsets_partition(request.group_id)
-    if client_transaction_version(broker, ctx.api_version, 5):
-        return coordinator.handle_add_partitions(request.transactional_id, request.producer_id,
-                                                 request.producer_epoch, [tp], 2)
-    error = coordinator.verify_partitions(request.transactional_id, request.producer_id,
-                                          request.producer_epoch, [tp])[tp]
-    if error == ErrorCode.transaction_abortable and ctx.api_version < 4:
-        return ErrorCode.invalid_txn_state  # clients before KIP-890 know no TRANSACTION_ABORTABLE
-    return error
+    tp = broker.transactions.offsets_partition(request.group_id)
+    errors = await ask_coordinator(
+        broker, request.transactional_id, request.producer_id, request.producer_epoch, [tp],
+        add=client_transaction_version(broker, ctx.api_version, 5) >= 2,
+        knows_abortable=ctx.api_version >= 4)
+    return errors.get(tp, ErrorCode.none)
 
 
 @api(61, 0, 0)

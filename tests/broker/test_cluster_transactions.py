@@ -1,0 +1,178 @@
+"""``kafkatx serve --brokers 3``: transactions whose partition leaders, transaction coordinator
+and group coordinator are different brokers, in transactions v0, v1 and v2 (issue 28, the
+scenarios behind librdkafka's 0103 and 0081 against three brokers).
+
+Kafka's rules followed: the partition leader verifies (v1) or adds (v2, Produce v12+) the
+partition with the transaction coordinator over the wire (``AddPartitionsToTxnManager``), as
+the group coordinator's broker does for TxnOffsetCommit; the markers go to every partition
+leader; every broker knows a topic as soon as CreateTopics/CreatePartitions answers
+(``MetadataCache#contains``), so the group coordinator takes offsets of partitions it does not
+host; CreatePartitions places replicas over every broker (``ReplicationControlManager
+#createPartitions``). One cluster per transaction version, shared by the module's tests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkatx.testing import KafkaBroker
+from tests.broker.wire import WireClient, entity, request
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
+
+SPREAD = [[1], [2], [3]]  # partition p led by broker p + 1: at most one shares the coordinator
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, KafkaBroker]]:
+    version = request.param
+    broker = KafkaBroker(tmp_path_factory.mktemp(f"tv{version}") / "cluster",
+                         ("--brokers", "3", "--transaction-version", str(version),
+                          "--group-initial-rebalance-delay-ms", "0")).start()
+    try:
+        yield version, broker
+    finally:
+        broker.kill()
+
+
+def create_spread_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, num_partitions=len(SPREAD), replica_assignment=SPREAD)
+    for future in admin.create_topics([new]).values():
+        future.result(30)
+
+
+def coordinator_of(cluster: KafkaBroker, key: str, key_type: int) -> int:
+    """FindCoordinator v3: the node id coordinating ``key`` (0 group, 1 transaction)."""
+    with WireClient(cluster.ports[0]) as client:
+        answer = client.call(request(10, 3, key=key, key_type=key_type))
+    assert answer.error_code == ErrorCode.none
+    return answer.node_id
+
+
+def read_committed(bootstrap: str, topic: str, expected: int) -> list[str]:
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
+                            "isolation.level": "read_committed", "enable.auto.commit": False,
+                            "auto.offset.reset": "earliest"})
+    consumer.assign([ck.TopicPartition(topic, p, 0) for p in range(len(SPREAD))])
+    values: list[str] = []
+    deadline = time.monotonic() + 30
+    while len(values) < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value().decode())
+    time.sleep(0.5)  # nothing more may come (an aborted record would)
+    values += [m.value().decode() for m in consumer.consume(100, 0.5) if m.error() is None]
+    consumer.close()
+    return sorted(values)
+
+
+def committed_offset(bootstrap: str, group: str, topic: str) -> int:
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    (tp,) = consumer.committed([ck.TopicPartition(topic, 0)], timeout=30)
+    consumer.close()
+    return tp.offset
+
+
+@pytest.mark.parametrize("cluster", [0, 1, 2], indirect=True)
+def test_librdkafka_commits_and_aborts_with_leaders_apart(
+        cluster: tuple[int, KafkaBroker]) -> None:
+    version, broker = cluster
+    bootstrap = broker.bootstrap_servers
+    topic, txn_id, group = f"ck-apart-{version}", f"ck-apart-txn-{version}", f"ck-{version}"
+    create_spread_topic(bootstrap, topic)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    group_metadata = ck.Consumer({"bootstrap.servers": bootstrap,
+                                  "group.id": group}).consumer_group_metadata()
+    for n, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        for partition in range(len(SPREAD)):
+            producer.produce(topic, value=f"{n}-{partition}", partition=partition)
+        producer.send_offsets_to_transaction([ck.TopicPartition(topic, 0, n + 1)],
+                                             group_metadata, 30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    coordinator = coordinator_of(broker, txn_id, 1)
+    assert {coordinator} != {1, 2, 3}  # two of the three leaders are other brokers
+    assert read_committed(bootstrap, topic, 6) == ["0-0", "0-1", "0-2", "2-0", "2-1", "2-2"]
+    assert committed_offset(bootstrap, group, topic) == 3  # the aborted commit of 2 is gone
+
+
+@pytest.mark.parametrize("cluster", [0, 1, 2], indirect=True)
+def test_kafkas_java_client_commits_and_aborts_with_leaders_apart(
+        cluster: tuple[int, KafkaBroker], tmp_path: Path) -> None:
+    from tests.realkafka import dist
+    from tests.realkafka.conftest import require_kafka
+    from tests.realkafka.tools import JavaClient
+
+    version, broker = cluster
+    kafka = dist.KAFKA_VERSIONS[0]
+    require_kafka(kafka)
+    bootstrap = broker.bootstrap_servers
+    topic, group = f"java-apart-{version}", f"java-{version}"
+    create_spread_topic(bootstrap, topic)
+    producer = JavaClient(kafka, tmp_path / "java-producer.log")
+    try:
+        producer.producer(bootstrap_servers=bootstrap, transactional_id=f"java-txn-{version}")
+        producer.init()
+        for n, commit in enumerate((True, False, True)):
+            producer.begin()
+            for partition in range(len(SPREAD)):
+                producer.send(topic, partition, None, f"{n}-{partition}")
+            producer.flush()
+            producer.offsets(group, topic, 0, n + 1)
+            producer.commit() if commit else producer.abort()
+    finally:
+        producer.close()
+    assert read_committed(bootstrap, topic, 6) == ["0-0", "0-1", "0-2", "2-0", "2-1", "2-2"]
+    assert committed_offset(bootstrap, group, topic) == 3
+
+
+@pytest.mark.parametrize("cluster", [1], indirect=True)
+def test_group_offsets_and_new_partitions_on_topics_other_brokers_lead(
+        cluster: tuple[int, KafkaBroker]) -> None:
+    _, broker = cluster
+    bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic, group = "offsets-apart", "offsets-apart-group"
+    create_spread_topic(bootstrap, topic)
+    # A group coordinator commits, lists and deletes offsets of partitions it does not host.
+    assert {coordinator_of(broker, group, 0)} != {1, 2, 3}
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer.commit(offsets=[ck.TopicPartition(topic, p, 10 + p) for p in range(3)],
+                    asynchronous=False)
+    assert [tp.offset for tp in consumer.committed(
+        [ck.TopicPartition(topic, p) for p in range(3)], timeout=30)] == [10, 11, 12]
+    consumer.close()
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import NoError
+
+    kp_admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    gone = kafka.TopicPartition(topic, 1)
+    assert kp_admin.delete_group_offsets(group, [gone]) == {gone: NoError}  # OffsetDelete
+    kp_admin.close()
+    listed = admin.list_consumer_group_offsets([ck.ConsumerGroupTopicPartitions(group)])
+    assert sorted((tp.partition, tp.offset) for tp in listed[group].result(30)
+                  .topic_partitions) == [(0, 10), (2, 12)]
+    # CreatePartitions with replicas over all brokers, checked against the topic's factor.
+    grown = admin.create_partitions([NewPartitions(topic, 5, replica_assignment=[[3], [1]])])
+    grown[topic].result(30)
+    refused = admin.create_partitions([NewPartitions(topic, 6, replica_assignment=[[1, 2]])])
+    with pytest.raises(ck.KafkaException, match=r"not consistent with previous partitions"):
+        refused[topic].result(30)
+    with WireClient(broker.ports[0]) as client:
+        answer = client.call(request(3, 9, topics=(entity(3, 9, "MetadataRequestTopic",
+                                                          name=topic),),
+                                     allow_auto_topic_creation=False))
+    (described,) = answer.topics
+    assert {p.partition_index: (p.leader_id, tuple(p.replica_nodes))
+            for p in described.partitions} == {0: (1, (1,)), 1: (2, (2,)), 2: (3, (3,)),
+                                               3: (3, (3,)), 4: (1, (1,))}
