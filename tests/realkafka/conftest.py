@@ -1,11 +1,13 @@
 """Fixtures that run real Apache Kafka (``node.py``) and its tools (``tools.py``).
 
-Without Java or Maven Central the tests here are skipped with one line saying what they need;
-CI has both (``.ci/deps`` resolves the jars first), so there they always run.
+Without Java or Maven Central the tests here are skipped, and the run's summary says in one line
+what they need. CI has both (``.ci/deps`` resolves the jars first): there (``CI`` set, as
+``.ci/run`` runs) a missing piece fails every test instead, so none is ever skipped in CI.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,13 +18,30 @@ from .node import KafkaCluster
 from .storage import KafkaLoad
 from .tools import JavaClient, KafkaTools
 
+_unavailable: dict[str, str] = {}  # version -> why it cannot run here (asked once a session)
+
 
 def require_kafka(version: str) -> None:
-    try:
-        dist.resolve(version)
-        dist.driver_classes(version)
-    except dist.KafkaUnavailable as exc:
-        pytest.skip(str(exc))
+    if version not in _unavailable:
+        try:
+            dist.resolve(version)
+            dist.driver_classes(version)
+            return
+        except dist.KafkaUnavailable as exc:
+            _unavailable[version] = str(exc)
+    if os.environ.get("CI"):
+        pytest.fail(f"CI runs the real-Kafka tests, but {_unavailable[version]}", pytrace=False)
+    pytest.skip(_unavailable[version])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Why the real-Kafka tests were skipped, in one line (pytest hides skip reasons)."""
+    by_reason: dict[str, list[str]] = {}
+    for version, reason in _unavailable.items():
+        by_reason.setdefault(reason.replace(version, "{v}"), []).append(version)
+    if by_reason:
+        terminalreporter.write_line("real-Kafka tests skipped: " + "; ".join(
+            reason.replace("{v}", " and ".join(sorted(v))) for reason, v in by_reason.items()))
 
 
 @pytest.fixture(scope="session")
