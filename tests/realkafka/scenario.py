@@ -2,8 +2,9 @@
 
 ``kafka_answers`` asks Kafka (the LSO by ListOffsets READ_COMMITTED, open transactions by
 ``kafka-transactions.sh describe-producers``, hanging ones by ``find-hanging``, what a
-read_committed Java consumer receives); ``kafkatx_answers`` asks kafkatx's CLI, run as a user
-runs it (``inspect --format json``, ``replay --format jsonl``), on a copy of the log dir. Both
+read_committed Java consumer receives, each transactional id's coordinator state by
+``describe``); ``kafkatx_answers`` asks kafkatx's CLI, run as a user runs it (``inspect --format
+json``, ``replay --format jsonl``, ``timeline --format jsonl``), on a copy of the log dir. Both
 return an ``Answers`` of the same shape, so a scenario is: drive the clients, inject the fault,
 ``snapshot`` (Kafka's answers, the copy, Kafka's answers again: nothing moved while copying), and
 ``assert_same``. Faults that need more than a client: ``python_producer`` (a confluent-kafka or
@@ -29,6 +30,9 @@ from .tools import JavaClient, KafkaTools, ToolResult
 
 TP = str  # "topic-partition"
 Consumed = list[tuple[int, str | None]]  # (offset, value) of each record a consumer received
+# a transactional id's coordinator state: (state, producer id, epoch, its partitions if Ongoing)
+Coordinated = tuple[str, int, int, tuple[TP, ...]]
+PREPARED = ("PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 HANGING_KINDS = ("hanging_transaction", "lso_pinned")
 FIND_HANGING_MINUTES = 1  # find-hanging's smallest --max-transaction-timeout
 KAFKATX_TIMEOUT_S = 120.0
@@ -52,10 +56,11 @@ class Answers:
     open: dict[TP, dict[int, int]] = field(default_factory=dict)  # producer id -> txn start
     hanging: set[tuple[TP, int, int]] = field(default_factory=set)  # (tp, producer id, start)
     records: dict[TP, Consumed] = field(default_factory=dict)
+    transactions: dict[str, Coordinated] = field(default_factory=dict)
 
     def differences(self, other: Answers) -> list[str]:
         out = []
-        for name in ("lso", "open", "hanging", "records"):
+        for name in ("lso", "open", "hanging", "records", "transactions"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:
                 out.append(f"{name}: Kafka {mine!r}\n{' ' * len(name)}  kafkatx {theirs!r}")
@@ -141,11 +146,33 @@ def consume_read_committed(consumer: JavaClient, name: TP, lso: int) -> Consumed
     return got
 
 
+def described(tools: KafkaTools, bootstrap: str, transactional_ids: Iterable[str]
+              ) -> dict[str, Coordinated]:
+    """``kafka-transactions.sh describe`` of each id, once no transaction is between its
+    Prepare* and Complete* records (its markers are being written: a moment)."""
+    def ask() -> dict[str, Coordinated] | None:
+        out = {}
+        for tid in sorted(transactional_ids):
+            row = tools.describe_transaction(bootstrap, tid)
+            if row["TransactionState"] in PREPARED:
+                return None
+            partitions = tuple(sorted(p for p in row["TopicPartitions"].split(",") if p))
+            out[tid] = (row["TransactionState"], int(row["ProducerId"]),
+                        int(row["ProducerEpoch"]),
+                        partitions if row["TransactionState"] == "Ongoing" else ())
+        return out
+
+    return wait_until(ask, 30, "every transaction past its Prepare* state") if \
+        transactional_ids else {}
+
+
 def kafka_answers(node: KafkaNode, tools: KafkaTools, consumer: JavaClient,
-                  partitions: Iterable[TP], *, records: bool = True) -> Answers:
-    """Kafka's own answers for ``partitions`` from the live node."""
+                  partitions: Iterable[TP], *, records: bool = True,
+                  transactional_ids: Iterable[str] = ()) -> Answers:
+    """Kafka's own answers for ``partitions`` and ``transactional_ids`` from the live node."""
     names = sorted(partitions)
-    out = Answers(lso=read_committed_lso(node.bootstrap, names))
+    out = Answers(lso=read_committed_lso(node.bootstrap, names),
+                  transactions=described(tools, node.bootstrap, list(transactional_ids)))
     for name in names:
         rows = tools.describe_producers(node.bootstrap, *split_tp(name))
         out.open[name] = {int(r["ProducerId"]): int(r["CurrentTransactionStartOffset"])
@@ -197,16 +224,38 @@ class KafkatxView:
                 and (name is None or tp(f["topic"], f["partition"]) == name)]
 
 
+def kafkatx_transactions(copy: Path, transactional_ids: list[str]) -> dict[str, Coordinated]:
+    """Each id's last coordinator state in ``kafkatx timeline`` (its newest row), with the
+    row's partitions when Ongoing."""
+    lines = kafkatx("timeline", str(copy), "--format", "jsonl").stdout.splitlines()
+    rows = [r for r in map(json.loads, lines) if r.get("transactional_id") in transactional_ids
+            and r.get("coordinator_states")]
+    out: dict[str, Coordinated] = {}
+    for tid in transactional_ids:
+        mine = [r for r in rows if r["transactional_id"] == tid]
+        if not mine:
+            continue
+        last = max(mine, key=lambda r: r["coordinator_states"][-1]["offset"])
+        state = last["coordinator_states"][-1]
+        partitions = tuple(sorted(tp(p["topic"], p["partition"]) for p in last["partitions"]))
+        out[tid] = (state["state"], state["producer_id"], state["producer_epoch"],
+                    partitions if state["state"] == "Ongoing" else ())
+    return out
+
+
 def kafkatx_answers(copy: Path, partitions: Iterable[TP], *extra: str,
-                    records: bool = True) -> KafkatxView:
-    """kafkatx's answers on ``copy`` for ``partitions`` (``extra``: more ``inspect`` options);
-    its commands run side by side, each a process of its own."""
+                    records: bool = True, transactional_ids: Iterable[str] = ()
+                    ) -> KafkatxView:
+    """kafkatx's answers on ``copy`` for ``partitions`` and ``transactional_ids`` (``extra``:
+    more ``inspect`` options); its commands run side by side, each a process of its own."""
     from concurrent.futures import ThreadPoolExecutor
 
     names = sorted(partitions)
+    tids = sorted(transactional_ids)
     with ThreadPoolExecutor(4) as pool:
         replays = {name: pool.submit(kafkatx_replay, copy, name) for name in names
                    if records}
+        coordinated = pool.submit(kafkatx_transactions, copy, tids) if tids else None
         report = kafkatx_json("inspect", *extra, str(copy))
         replayed = {name: future.result() for name, future in replays.items()}
     rows = {tp(r["topic"], r["partition"]): r for r in report["partitions"]}
@@ -220,6 +269,7 @@ def kafkatx_answers(copy: Path, partitions: Iterable[TP], *extra: str,
         if f["kind"] in HANGING_KINDS and f["severity"] == "error" and name in names:
             out.hanging.add((name, f["producer_id"], f["offset"]))
     out.records = replayed
+    out.transactions = coordinated.result() if coordinated is not None else {}
     return KafkatxView(out, report)
 
 
@@ -236,15 +286,19 @@ class Snapshot:
 
 
 def snapshot(node: KafkaNode, tools: KafkaTools, consumer: JavaClient, partitions: Iterable[TP],
-             dest: Path) -> Snapshot:
-    """Kafka's answers, a live copy of the node's log dir, then the LSO again: it must not have
-    moved (a marker written meanwhile would make the comparison unfair)."""
-    names = sorted(partitions)
-    before = kafka_answers(node, tools, consumer, names)
+             dest: Path, transactional_ids: Iterable[str] = ()) -> Snapshot:
+    """Kafka's answers, a live copy of the node's log dir, then the LSO and the coordinator's
+    states again: they must not have moved (a marker or a state written meanwhile would make
+    the comparison unfair)."""
+    names, tids = sorted(partitions), sorted(transactional_ids)
+    before = kafka_answers(node, tools, consumer, names, transactional_ids=tids)
     node.copy_log_dir(dest)
     after = read_committed_lso(node.bootstrap, names)
     assert after == before.lso, (f"the LSO moved while {dest.name} was copied: "
                                  f"{before.lso} -> {after}")
+    moved = described(tools, node.bootstrap, tids)
+    assert moved == before.transactions, (f"a transaction moved while {dest.name} was copied: "
+                                          f"{before.transactions} -> {moved}")
     return Snapshot(dest, before)
 
 

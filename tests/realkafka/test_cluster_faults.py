@@ -27,6 +27,7 @@ import pytest
 from tests.broker.kafkatx_cli import run_cli
 
 from .cluster_story import DATA_PARTITIONS, Moment, Story, discard, run_story
+from .dump_compare import compare_log_dir_dump
 from .tools import KafkaTools
 
 MOMENTS = ("live", "coordinator-killed", "unclean-election", "stopped")
@@ -181,6 +182,15 @@ def test_coordinator_describe_matches_the_timeline(moment: Moment) -> None:
             assert theirs == ours, tid
         else:
             assert theirs <= ours, tid
+
+
+def test_dump_equals_kafka_dump_log_on_every_copy(moment: Moment, story: Story) -> None:
+    """Every file of every broker's copy (live, killed, stopped; leaders' and followers'
+    segments, indexes, snapshots, ``__transaction_state`` of the moved coordinator, the
+    metadata log): ``kafkatx dump`` prints what ``kafka-dump-log.sh`` prints with its
+    decoders."""
+    for broker, copy in sorted(moment.copies.items()):
+        assert compare_log_dir_dump(story.tools, copy) == [], broker
 
 
 # -- the faults ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from .dump_compare import compare_log_dir_dump
 from .node import KafkaCluster, KafkaNode
 from .scenario import (
     JavaProducer,
@@ -120,6 +121,8 @@ def test_open_transactions_then_the_coordinators_timeout_abort(
     producers: dict[tuple[str, str], OpenTransaction] = {}
     parts = {b.label: [tp(f"killed-{c}", 0) for c in CLIENTS] + ["retained-0"]
              for b in benches}
+    tids = {b.label: [f"{b.label}-killed-{c}" for c in CLIENTS] + [f"{b.label}-retained"]
+            for b in benches}
     snaps = []
     for bench in benches:  # one node at a time: each snapshot must beat its timeouts
         create_topic(bench.bootstrap, "retained", config=RETAINED)
@@ -136,11 +139,13 @@ def test_open_transactions_then_the_coordinators_timeout_abort(
         wait_until(lambda b=bench: list_offsets(b.bootstrap, ["retained-0"], earliest=True)
                    == {"retained-0": 2}, 30, "retention to delete the first segment")
         snaps.append(snapshot(bench.node, bench.tools, bench.consumer, parts[bench.label],
-                              tmp_path / f"{bench.label}-open"))
+                              tmp_path / f"{bench.label}-open", tids[bench.label]))
     for bench, snap in zip(benches, snaps, strict=True):
         assert all(len(snap.kafka.open[name]) == 1 for name in parts[bench.label]), snap.kafka
         assert snap.kafka.lso["retained-0"] == 2  # the log start: the transaction began at 0
-        view = kafkatx_answers(snap.copy, parts[bench.label])
+        assert {t[0] for t in snap.kafka.transactions.values()} == {"Ongoing"}
+        view = kafkatx_answers(snap.copy, parts[bench.label],
+                               transactional_ids=tids[bench.label])
         assert_same(snap.kafka, view.answers, f"{bench.label}: transactions open, live copy")
         # their coordinator still runs them: no abort to run behind its back
         assert not [f for f in view.inspect["findings"] if f["remediation"] and any(
@@ -155,9 +160,12 @@ def test_open_transactions_then_the_coordinators_timeout_abort(
         with pytest.raises(JavaClientError):
             idle.client.commit()
     snaps = [snapshot(b.node, b.tools, b.consumer, parts[b.label],
-                      tmp_path / f"{b.label}-aborted") for b in benches]
+                      tmp_path / f"{b.label}-aborted", tids[b.label]) for b in benches]
     for bench, snap in zip(benches, snaps, strict=True):
-        view = kafkatx_answers(snap.copy, parts[bench.label])
+        # the coordinator's timeout abort: a new epoch (TV1 and TV2 both bump it)
+        assert {t[0] for t in snap.kafka.transactions.values()} == {"CompleteAbort"}
+        view = kafkatx_answers(snap.copy, parts[bench.label],
+                               transactional_ids=tids[bench.label])
         assert_same(snap.kafka, view.answers, f"{bench.label}: timed out and aborted")
         timed_out = {f["transactional_id"] for f in view.findings("transaction_timeout_exceeded")}
         assert timed_out == {f"{bench.label}-{topic}" for topic in
@@ -208,10 +216,11 @@ def test_a_hanging_transaction_and_its_remedy(benches: list[Bench],
         assert produce_plain(bench.bootstrap, "hang-b-0", ["after-stray"]) == [2]
 
     for bench in benches:
+        tids = [f"{bench.label}-hang"]
         snap = snapshot(bench.node, bench.tools, bench.consumer, parts,
-                        tmp_path / f"{bench.label}-hanging")
+                        tmp_path / f"{bench.label}-hanging", tids)
         assert snap.kafka.lso["hang-b-0"] == 0 and len(snap.kafka.hanging) == 1, snap.kafka
-        view = kafkatx_answers(snap.copy, parts)
+        view = kafkatx_answers(snap.copy, parts, transactional_ids=tids)
         assert_same(snap.kafka, view.answers, f"{bench.label}: a hanging transaction")
         # the transaction version kafkatx reads in the metadata log is the one Kafka finalized
         [cluster] = view.inspect["cluster"]
@@ -227,11 +236,11 @@ def test_a_hanging_transaction_and_its_remedy(benches: list[Bench],
         wait_until(lambda b=bench: list_offsets(b.bootstrap, ["hang-b-0"])["hang-b-0"] == 4,
                    30, "the abort marker to unblock hang-b")
         after = snapshot(bench.node, bench.tools, bench.consumer, parts,
-                         tmp_path / f"{bench.label}-remedied")
+                         tmp_path / f"{bench.label}-remedied", tids)
         assert after.kafka.records == {"hang-a-0": [(0, "paid-1"), (1, "paid-2")],
                                        "hang-b-0": [(2, "after-stray")]}
         assert not after.kafka.hanging and not any(after.kafka.open.values())
-        view = kafkatx_answers(after.copy, parts)
+        view = kafkatx_answers(after.copy, parts, transactional_ids=tids)
         assert_same(after.kafka, view.answers, f"{bench.label}: after the remedy")
         assert not view.findings("hanging_transaction")
 
@@ -251,6 +260,10 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
       must be the ones the read_committed consumer received before the loss;
     - after the restart the high-watermark checkpoint (written at the stop) is stale for every
       partition written since: the live copy's HW must still be Kafka's.
+
+    Every file of every copy (TV1 and TV2 markers, the hanging and remedied partitions of the
+    module's other scenarios, both transaction-log versions) is also dumped by
+    ``kafka-dump-log.sh`` with its decoders: ``kafkatx dump`` must print the same.
     """
     old = int(time.time() * 1000) - 3_600_000
     parts = ["shut-open-0", "lost-a-0", "lost-b-0"]
@@ -278,17 +291,24 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
         received[bench.label] = consume_read_committed(bench.consumer, "lost-b-0", 3)
         assert received[bench.label] == [(0, "lost-b-1"), (1, "lost-b-2")]
 
-    live = [snapshot(b.node, b.tools, b.consumer, parts, tmp_path / f"{b.label}-live")
+    def ids(b: Bench) -> list[str]:
+        return [f"{b.label}-shut", f"{b.label}-lost"]
+
+    live = [snapshot(b.node, b.tools, b.consumer, parts, tmp_path / f"{b.label}-live", ids(b))
             for b in benches]
     for bench, snap in zip(benches, live, strict=True):
-        assert_same(snap.kafka, kafkatx_answers(snap.copy, parts).answers,
+        assert_same(snap.kafka, kafkatx_answers(snap.copy, parts,
+                                                transactional_ids=ids(bench)).answers,
                     f"{bench.label}: live copy")
     for bench in benches:
         bench.node.stop()
+    copies = [(b, s.copy) for b, s in zip(benches, live, strict=True)]
     for bench, snap in zip(benches, live, strict=True):
         stopped = bench.node.copy_log_dir(tmp_path / f"{bench.label}-stopped")
+        copies.append((bench, stopped))
         assert (stopped / ".kafka_cleanshutdown").exists()
-        assert_same(snap.kafka, kafkatx_answers(stopped, parts).answers,
+        assert_same(snap.kafka, kafkatx_answers(stopped, parts,
+                                                transactional_ids=ids(bench)).answers,
                     f"{bench.label}: copy after a clean shutdown")
 
     for bench in benches:
@@ -300,11 +320,14 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
         node.wait_ready(offset)
     for bench in benches:
         assert produce_plain(bench.bootstrap, "lost-a-0", ["after-restart"]) == [3]
-    restarted = [snapshot(b.node, b.tools, b.consumer, parts, tmp_path / f"{b.label}-restarted")
-                 for b in benches]
+    restarted = [snapshot(b.node, b.tools, b.consumer, parts, tmp_path / f"{b.label}-restarted",
+                          ids(b)) for b in benches]
+    copies += [(b, s.copy) for b, s in zip(benches, restarted, strict=True)]
     for bench, snap in zip(benches, restarted, strict=True):
         assert snap.kafka.hanging == {("lost-b-0", next(iter(snap.kafka.open["lost-b-0"])), 0)}
-        view = kafkatx_answers(snap.copy, parts)
+        # the coordinator completed the commit: it has nothing more to send
+        assert snap.kafka.transactions[f"{bench.label}-lost"][0] == "CompleteCommit"
+        view = kafkatx_answers(snap.copy, parts, transactional_ids=ids(bench))
         assert_same(snap.kafka, view.answers, f"{bench.label}: restarted, a marker lost")
         [finding] = view.findings("hanging_transaction", "lost-b-0")
         assert "COMMITTED" in finding["message"]
@@ -317,13 +340,18 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
                    30, "the abort marker to unblock lost-b-0")
 
     for bench in benches:
-        before_kill = kafka_answers(bench.node, bench.tools, bench.consumer, parts)
+        before_kill = kafka_answers(bench.node, bench.tools, bench.consumer, parts,
+                                    transactional_ids=ids(bench))
         assert before_kill.records["lost-a-0"] == [(0, "lost-a-1"), (1, "lost-a-2"),
                                                    (3, "after-restart")]
         assert before_kill.records["lost-b-0"] == [] and not before_kill.hanging
         bench.node.kill()
         killed = bench.node.copy_log_dir(tmp_path / f"{bench.label}-killed")
-        assert_same(before_kill, kafkatx_answers(killed, parts).answers,
+        copies.append((bench, killed))
+        assert_same(before_kill, kafkatx_answers(killed, parts,
+                                                 transactional_ids=ids(bench)).answers,
                     f"{bench.label}: copy after SIGKILL")
+    for bench, copy in copies:
+        assert compare_log_dir_dump(bench.tools, copy) == [], copy.name
     for opener in openers:
         opener.kill()
