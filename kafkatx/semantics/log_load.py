@@ -104,6 +104,8 @@ class LoadOutcome:
     steps: list[str] = field(default_factory=list)  # what the load did, naming the Kafka step
     recovered: list[int] = field(default_factory=list)  # base offsets of recovered segments
     deleted_segments: list[int] = field(default_factory=list)
+    # evidence files the load deleted, then made again under the same name with other bytes
+    replaced: set[str] = field(default_factory=set)
     snapshot_offset: int | None = None  # the snapshot the final rebuild started from
     found_snapshot: int | None = None  # the last snapshot of the evidence a rebuild loaded
     replayed_batches: int = 0
@@ -120,7 +122,11 @@ class LoadOutcome:
         for a in self.actions:
             if a.name.endswith(".snapshot"):
                 continue
-            if a.kind == "created":
+            if a.kind == "created" and a.name in deleted:  # the name again, new bytes or none
+                deleted.discard(a.name)
+                if a.name in self.replaced:
+                    truncated.add(a.name)  # only segments are made again (_new_segment)
+            elif a.kind == "created":
                 created.add(a.name)
                 deleted.discard(a.name)
             elif a.kind in ("deleted", "renamed"):
@@ -328,7 +334,12 @@ class _Loader:
         out.recovery_point = max(recovery_point, log_start)  # UnifiedLog#updateLogStartOffset
 
     def _new_segment(self, base: int, step: str) -> LoadedSegment:
-        self.act("created", file_name(base, ".log"), step, "an empty segment")
+        name = file_name(base, ".log")
+        if name in self.evidence.names() and self.evidence.size(name) > 0:
+            # a segment of that name deleted above (recovery cut the log below the log start):
+            # Kafka leaves a file of the same name, empty
+            self.out.replaced.add(name)
+        self.act("created", name, step, "an empty segment")
         return LoadedSegment(base_offset=base, log=file_name(base, ".log"), file_size=0,
                              recovered=True, _aborted=[])
 

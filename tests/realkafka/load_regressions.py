@@ -61,6 +61,13 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
         "recovery cuts the partial batch, the log end falls below the log start checkpoint and "
         "LogLoader#deleteSegmentsIfLogStartGreaterThanLogEnd deletes every segment",
         {"ops": [["txn", 0, 1]], "log_start": 1, "torn_tail": 1, "recovery_point": 0}),
+    "corrupt_segment_below_the_log_start_made_again": (
+        "recovery cuts the first segment at a flipped byte and deletes the segments after it; "
+        "the log end falls below the log start, LogLoader#deleteSegmentsIfLogStartGreaterThan"
+        "LogEnd deletes every segment and a new empty one opens at the log start, under the "
+        "name of a segment just deleted: the file is there, with other bytes (soak, 2026-11-28)",
+        {"ops": [["txn", 0, 1], ["roll"], ["txn", 0, 1]], "flipped": [0], "log_start": 1,
+         "recovery_point": 0}),
     "clean_shutdown_with_a_partial_last_batch": (
         "readNextOffset starts at the offset index's last entry: when that entry is the partial "
         "batch, the segment reads as empty and the log end falls below the log start",
