@@ -10,6 +10,7 @@ compared as the data batches it receives: Kafka's fetches filtered by the Java c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,14 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
             continue
         aborted = [AbortedTransaction(first, pid) for pid, first in fetch["aborted"]]
         flt = ReadCommittedFilter(aborted, IsolationLevel.READ_COMMITTED)
-        for base, last, pid, txn, control, control_type, crc_ok in fetch["batches"]:
+        for _, last, pid, txn, control, control_type, crc_ok, records in fetch["batches"]:
             decision = flt.decide(producer_id=pid, is_transactional=txn, is_control=control,
                                   last_offset=last, is_abort_marker=control and control_type == 0)
             # the client drops records below its position, and fails on a corrupt batch
-            # (check.crcs), which kafkatx's replay reports as a problem instead
+            # (check.crcs), which kafkatx's replay reports as a problem instead; a batch the
+            # cleaner went over holds fewer records than its offsets
             if decision is Decision.DELIVER and crc_ok:
-                delivered.extend(range(max(base, fetch["fetch_offset"]), last + 1))
+                delivered.extend(o for o in records if o >= fetch["fetch_offset"])
     return {
         "failure": False,
         "log_start_offset": answer["log_start_offset"],
@@ -150,3 +152,40 @@ def differences(kafka: dict[str, Any], ours: dict[str, Any]) -> list[str]:
             f"failure: kafka={kafka['failure']} kafkatx={ours['failure']}"]
     return [f"{key}: kafka={kafka[key]!r} kafkatx={ours[key]!r}"
             for key in kafka if kafka[key] != ours.get(key)]
+
+
+def checkpointed_high_watermarks(log_dir: Path) -> dict[str, int]:
+    """``replication-offset-checkpoint`` of ``log_dir``, by partition directory name."""
+    from kafkatx.formats.checkpoints import read_offset_checkpoint
+
+    path = log_dir / "replication-offset-checkpoint"
+    if not path.exists():
+        return {}
+    return {f"{e.topic}-{e.partition}": e.offset
+            for e in read_offset_checkpoint(path.read_bytes()).entries}
+
+
+def log_dir_differences(kafka_answer: dict[str, Any], log_dir: Path, now_ms: int,
+                        partitions: Iterable[str]) -> list[str]:
+    """kafkatx's restart view of each of ``partitions`` (directory names) of ``log_dir``
+    against ``kafka_answer``, Kafka's load of a copy of it (``KafkaLoad.load``)."""
+    hws = checkpointed_high_watermarks(log_dir)
+    out = []
+    for name in sorted(partitions):
+        answer = kafka_answer["partitions"][name]
+        diffs = differences(kafka_view(answer), kafkatx_view(log_dir, name, now_ms,
+                                                             hws.get(name)))
+        out += [f"{log_dir.name}/{name}: {d}" for d in diffs]
+    return out
+
+
+def kafka_load_differences(kafka_load: Any, log_dir: Path) -> list[str]:
+    """Kafka's load (``storage.KafkaLoad``) of a copy of ``log_dir`` now, against kafkatx's
+    restart view of every partition in it (the metadata log is KRaft's, not LogManager's)."""
+    import time
+
+    now_ms = int(time.time() * 1000)
+    answer = kafka_load.load(log_dir, now_ms)
+    names = [n for n in answer["partitions"] if not n.startswith("__cluster_metadata-")]
+    assert names, f"Kafka loaded no partition of {log_dir}"
+    return log_dir_differences(answer, log_dir, now_ms, names)

@@ -28,6 +28,8 @@ from tests.broker.kafkatx_cli import run_cli
 
 from .cluster_story import DATA_PARTITIONS, Moment, Story, discard, run_story
 from .dump_compare import compare_log_dir_dump
+from .load_compare import kafka_load_differences
+from .storage import KafkaLoad
 from .tools import KafkaTools
 
 MOMENTS = ("live", "coordinator-killed", "unclean-election", "stopped")
@@ -191,6 +193,16 @@ def test_dump_equals_kafka_dump_log_on_every_copy(moment: Moment, story: Story) 
     decoders."""
     for broker, copy in sorted(moment.copies.items()):
         assert compare_log_dir_dump(story.tools, copy) == [], broker
+
+
+def test_after_restart_is_kafkas_load_of_every_copy(moment: Moment, kafka_load: KafkaLoad
+                                                    ) -> None:
+    """``--after-restart`` (the load model ``serve`` loads with too) against Kafka's own
+    ``LogLoader`` on a copy of every broker's log dir: leaders' and followers' segments,
+    ``.txnindex`` files and snapshots as real replication wrote them, a SIGKILLed broker's
+    (recovery) and cleanly stopped ones; every partition, field by field (issue 24)."""
+    for broker, copy in sorted(moment.copies.items()):
+        assert kafka_load_differences(kafka_load, copy) == [], broker
 
 
 # -- the faults ---------------------------------------------------------------------------

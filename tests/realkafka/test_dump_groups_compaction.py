@@ -21,7 +21,9 @@ from kafkatx.formats import offset_index, time_index
 
 from .answers_compare import compare_answers
 from .dump_compare import compare_log_dir_dump, dumpable_files
+from .load_compare import kafka_load_differences
 from .node import KafkaCluster
+from .storage import KafkaLoad
 from .tools import JavaClient, KafkaTools
 from .workloads import (
     SETTINGS,
@@ -95,6 +97,16 @@ def test_dump_equals_kafka_dump_log_on_every_file(scenario: Scenario) -> None:
     for log_dir in (scenario.log_dir, scenario.live_copy):
         assert any(p.name.endswith(".txnindex") for p in dumpable_files(log_dir))
         assert compare_log_dir_dump(scenario.tools, log_dir) == []
+
+
+def test_after_restart_is_kafkas_load_after_compaction(scenario: Scenario,
+                                                       kafka_load: KafkaLoad) -> None:
+    """Segments Kafka's own cleaner compacted (a transactional topic, ``__consumer_offsets``,
+    ``__transaction_state``; batches left with fewer records than offsets, markers kept or
+    removed, the live copy's swapped and ``.deleted`` files), after the clean stop and as
+    copied live: ``--after-restart`` is what Kafka's ``LogLoader`` loads (issue 24)."""
+    for log_dir in (scenario.log_dir, scenario.live_copy):
+        assert kafka_load_differences(kafka_load, log_dir) == [], log_dir.name
 
 
 def test_index_sanity_check_agrees_with_kafka(scenario: Scenario, tmp_path: Path) -> None:

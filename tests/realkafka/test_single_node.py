@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from .dump_compare import compare_log_dir_dump
+from .load_compare import kafka_load_differences
 from .node import KafkaCluster, KafkaNode
 from .scenario import (
     JavaProducer,
@@ -41,6 +42,7 @@ from .scenario import (
     tp,
     wait_until,
 )
+from .storage import KafkaLoad
 from .tools import JavaClient, JavaClientError, KafkaTools
 
 SETTINGS = {"replica.high.watermark.checkpoint.interval.ms": "3600000"}
@@ -246,7 +248,8 @@ def test_a_hanging_transaction_and_its_remedy(benches: list[Bench],
 
 
 def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
-        benches: list[Bench], java_client: Callable[[], JavaClient], tmp_path: Path) -> None:
+        benches: list[Bench], java_client: Callable[[], JavaClient], kafka_load: KafkaLoad,
+        tmp_path: Path) -> None:
     """Copies taken live, after a clean stop (SIGTERM) and after a SIGKILL, each compared with
     Kafka's answers of the moment it was taken; between the two stops, a COMMIT marker lost:
 
@@ -263,7 +266,9 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
 
     Every file of every copy (TV1 and TV2 markers, the hanging and remedied partitions of the
     module's other scenarios, both transaction-log versions) is also dumped by
-    ``kafka-dump-log.sh`` with its decoders: ``kafkatx dump`` must print the same.
+    ``kafka-dump-log.sh`` with its decoders: ``kafkatx dump`` must print the same; and every
+    copy is loaded by Kafka's own ``LogLoader``: ``--after-restart`` must say what it loads
+    (issue 24: after a clean shutdown, a crash, a lost marker).
     """
     old = int(time.time() * 1000) - 3_600_000
     parts = ["shut-open-0", "lost-a-0", "lost-b-0"]
@@ -353,5 +358,6 @@ def test_clean_and_unclean_shutdowns_and_a_lost_commit_marker(
                     f"{bench.label}: copy after SIGKILL")
     for bench, copy in copies:
         assert compare_log_dir_dump(bench.tools, copy) == [], copy.name
+        assert kafka_load_differences(kafka_load, copy) == [], copy.name
     for opener in openers:
         opener.kill()

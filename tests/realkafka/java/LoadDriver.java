@@ -403,7 +403,15 @@ public final class LoadDriver {
                 } else {
                     b.add(-1);
                 }
-                b.add((Boolean) call(batch, "isValid")); // the consumer's check.crcs
+                boolean valid = (Boolean) call(batch, "isValid"); // the consumer's check.crcs
+                b.add(valid);
+                ArrayNode records = b.addArray(); // what compaction left of a data batch
+                if (valid && !control) {
+                    java.util.Iterator<?> it = (java.util.Iterator<?>) call(batch, "iterator");
+                    while (it.hasNext()) {
+                        records.add((Long) call(it.next(), "offset"));
+                    }
+                }
                 next = Math.max(next, (Long) call(batch, "lastOffset") + 1);
             }
             ArrayNode aborted = fetch.putArray("aborted");
