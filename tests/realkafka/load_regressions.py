@@ -61,6 +61,19 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
         "recovery cuts the partial batch, the log end falls below the log start checkpoint and "
         "LogLoader#deleteSegmentsIfLogStartGreaterThanLogEnd deletes every segment",
         {"ops": [["txn", 0, 1]], "log_start": 1, "torn_tail": 1, "recovery_point": 0}),
+    "follower_txnindex_kept_after_a_clean_shutdown": (
+        "a follower appends a fetched chunk whole and only then writes each aborted "
+        "transaction's .txnindex entry (UnifiedLog#append): its LSO counts a transaction "
+        "another producer began later in the chunk (3, where the leader wrote 2); a clean "
+        "load serves the entry as written (issue 24, follower indexes)",
+        {"ops": [["txn", 0, 1], ["abort", 0], ["plain", 1], ["txn", 1, 1], ["commit", 1],
+                 ["roll"], ["plain", 1]], "follower_chunk": 5, "recovery_point": 0,
+         "clean_shutdown": True}),
+    "follower_txnindex_rebuilt_by_recovery": (
+        "the same follower's segment after a crash below it: LogSegment#recover rebuilds the "
+        ".txnindex batch by batch, as a leader writes it (LSO 2): the file is rewritten",
+        {"ops": [["txn", 0, 1], ["abort", 0], ["plain", 1], ["txn", 1, 1], ["commit", 1],
+                 ["roll"], ["plain", 1]], "follower_chunk": 5, "recovery_point": 0}),
     "corrupt_segment_below_the_log_start_made_again": (
         "recovery cuts the first segment at a flipped byte and deletes the segments after it; "
         "the log end falls below the log start, LogLoader#deleteSegmentsIfLogStartGreaterThan"

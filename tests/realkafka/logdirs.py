@@ -64,6 +64,9 @@ class LogDirSpec:
     torn_tail: int = 0  # bytes cut off the last segment (>0), or zero bytes appended (<0)
     leftovers: tuple[str, ...] = ()  # "deleted" | "cleaned"
     hours_later: int = 1  # the load's clock: T0 + this (producers idle 24 h expire on load)
+    # 0: a leader wrote the log (one batch an append); N: a follower, appending fetched chunks
+    # of N batches, whose .txnindex LSOs are computed once the whole chunk is in
+    follower_chunk: int = 0
 
     @property
     def now_ms(self) -> int:
@@ -91,6 +94,24 @@ class _Broker:
     snapshots: dict[int, bytes] = field(default_factory=dict)
     txn_batches: dict[int, list[int]] = field(default_factory=dict)  # open txn's data batches
     cleanable: set[tuple[int, int]] = field(default_factory=set)  # aborted txns' data batches
+    completed: list[tuple[int, Any]] = field(default_factory=list)  # (segment, txn) this append
+    chunk: int = 0  # batches in the append so far
+
+
+def _end_append(b: _Broker) -> None:
+    """The end of one ``UnifiedLog#append``: each transaction it completed gets its
+    ``.txnindex`` entry with ``ProducerStateManager#lastStableOffset`` as the state stands after
+    the whole append (a follower's chunk: transactions other producers began or ended later in
+    it count), then ``completeTxn``."""
+    for base, completed in b.completed:
+        if completed.is_aborted:
+            b.aborted.setdefault(base, []).append(AbortedTxnEntry(
+                producer_id=completed.producer_id, first_offset=completed.first_offset,
+                last_offset=completed.last_offset,
+                last_stable_offset=b.psm.last_stable_offset(completed)))
+        b.psm.complete_txn(completed)
+    b.completed.clear()
+    b.chunk = 0
 
 
 def _records(offset: int, n: int, ts: int) -> list[Record]:
@@ -111,6 +132,7 @@ def build(spec: LogDirSpec, log_dir: Path) -> Path:
         kind = op[0]
         b.clock += 10
         if kind == "roll":
+            _end_append(b)  # a fetched chunk is appended to one segment (UnifiedLog#maybeRoll)
             if writer.active is not None and writer.active.size and b.offset not in bases:
                 _snapshot(b, b.offset)  # UnifiedLog#roll takes a snapshot at the new base
                 writer.roll(b.offset)
@@ -161,14 +183,14 @@ def build(spec: LogDirSpec, log_dir: Path) -> Path:
             if completed is not None:
                 if completed.is_aborted:
                     b.cleanable.update((pid, o) for o in batches)
-                    b.aborted.setdefault(bases[-1], []).append(AbortedTxnEntry(
-                        producer_id=pid, first_offset=completed.first_offset,
-                        last_offset=completed.last_offset,
-                        last_stable_offset=b.psm.last_stable_offset(completed)))
-                b.psm.complete_txn(completed)
+                b.completed.append((bases[-1], completed))
             writer.append(data)
             b.offset += 1
         b.psm.update_map_end_offset(b.offset)
+        b.chunk += 1
+        if b.chunk >= max(1, spec.follower_chunk):
+            _end_append(b)
+    _end_append(b)
     writer.close()
     leo = b.offset
     if spec.clean_shutdown and leo not in b.snapshots:
@@ -374,4 +396,5 @@ def specs(draw: st.DrawFn) -> LogDirSpec:
         torn_tail=draw(st.sampled_from([0, 0, 0, 1, 7, 30, -12])),
         leftovers=tuple(draw(st.lists(st.sampled_from(["deleted", "cleaned"]), max_size=1))),
         hours_later=draw(st.sampled_from([1, 1, 1, 24, 48])),
+        follower_chunk=draw(st.sampled_from([0, 0, 2, 5])),
     )
