@@ -333,7 +333,7 @@ def test_path_without_kafka_data_is_one_clear_line(command: str, tmp_path: Path)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "readme.txt").write_text("not kafka")
     proc = run(command, LOGDIR, tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert line.startswith(f"kafkatx: error: no Kafka data in {tmp_path}: looked for")
     assert "meta.properties" in line and "<topic>-<partition>" in line
@@ -341,7 +341,7 @@ def test_path_without_kafka_data_is_one_clear_line(command: str, tmp_path: Path)
 
 def test_file_instead_of_directory_is_one_line() -> None:
     proc = run("inspect", LOGDIR / "meta.properties")
-    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "not a directory" in proc.stderr
 
 

@@ -53,7 +53,7 @@ def test_a_fifo_named_as_an_index_is_refused_not_waited_on(tmp_path: Path,
     os.mkfifo(fifo)
     mtime = fifo.stat().st_mtime_ns
     proc = run(command[0], logdir, *command[1:], timeout=60)
-    assert_one_line_error(proc, 1, str(fifo), "not a regular file (a FIFO)")
+    assert_one_line_error(proc, 2, str(fifo), "not a regular file (a FIFO)")
     assert fifo.stat().st_mtime_ns == mtime
 
 
@@ -66,7 +66,7 @@ def test_a_segment_file_linked_to_a_device_is_refused(tmp_path: Path) -> None:
     link.symlink_to("/dev/zero")
     before = snapshot_tree(logdir)
     proc = run("inspect", logdir, "--format", "json", timeout=60)
-    assert_one_line_error(proc, 1, str(link), "not a regular file (a character device)")
+    assert_one_line_error(proc, 2, str(link), "not a regular file (a character device)")
     assert_unchanged(logdir, before)
 
 

@@ -91,9 +91,9 @@ def test_table_and_header() -> None:
     assert "last stable offset 19, held by the open transaction of producer 4003" in proc.stderr
 
 
-def test_unknown_partition_is_one_line_exit_1() -> None:
+def test_unknown_partition_is_one_line_exit_2() -> None:
     proc = run(str(LOGDIR), "--topic", "nope", "--partition", "3")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip() == "kafkatx: error: no partition nope-3 under the given paths"
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
 from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.errors import MissingPathError
@@ -78,6 +79,8 @@ def dump_command(
             writer.write(item)
             if item["kind"] == "problem":
                 err.print(_problem_line(item), markup=False)
+        for line in stats.unreadable:  # the files it could not read, as scripts see errors
+            writer.write({"kind": "error", **error_document(EVIDENCE, line, EXIT_USAGE)})
         writer.close()
     for path in stats.ignored:
         err.print(f"ignoring unknown file {path}", markup=False)
@@ -86,7 +89,7 @@ def dump_command(
     if stats.problems:
         err.print(f"{stats.problems} problem(s) found in {stats.files} file(s)", markup=False)
     if stats.unreadable:
-        sys.exit(1)
+        sys.exit(EXIT_USAGE)
     if stats.files == 0:
         raise click.UsageError("nothing to decode: no given path holds a file kafkatx dump "
                                "knows (segments, indexes, snapshots, checkpoints)")

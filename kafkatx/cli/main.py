@@ -9,11 +9,16 @@ import sys
 import click
 
 from kafkatx import SUPPORTED_KAFKA, __version__
+from kafkatx.cli.exit_status import (
+    EVIDENCE,
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    INTERNAL,
+    USAGE,
+    output_format,
+    write_error,
+)
 from kafkatx.errors import KafkatxError, MissingPathError
-
-EXIT_UNREADABLE = 1  # data problems: unreadable or undecodable input
-EXIT_USAGE = 2  # click's convention: bad options, missing paths, impossible ranges
-EXIT_INTERNAL = 3
 
 VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
 
@@ -96,15 +101,19 @@ def cli(ctx: click.Context, verbose: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; turn errors into one line and an exit code."""
-    verbose = _verbosity(sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    verbose = _verbosity(args)
+    fmt = output_format(args)
     try:
         cli.main(args=argv, prog_name="kafkatx", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("kafkatx: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        # every refusal of the command line (click's FileError too) is a usage error
         exc.show()
-        sys.exit(exc.exit_code)
+        write_error(fmt, USAGE, exc.format_message(), EXIT_USAGE, exc)
+        sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
@@ -116,12 +125,16 @@ def main(argv: list[str] | None = None) -> None:
         if verbose >= 2:
             raise
         click.echo(f"kafkatx: error: {exc}", err=True)
-        sys.exit(EXIT_USAGE if isinstance(exc, MissingPathError) else EXIT_UNREADABLE)
+        kind = USAGE if isinstance(exc, MissingPathError) else EVIDENCE
+        write_error(fmt, kind, str(exc), EXIT_USAGE, exc)
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         if verbose >= 2:
             raise
-        click.echo(f"kafkatx: internal error: {type(exc).__name__}: {exc} "
+        message = f"{type(exc).__name__}: {exc}"
+        click.echo(f"kafkatx: internal error: {message} "
                    "(run with -vv for the traceback and please report it)", err=True)
+        write_error(fmt, INTERNAL, message, EXIT_INTERNAL)
         sys.exit(EXIT_INTERNAL)
 
 

@@ -10,6 +10,7 @@ import click
 
 from kafkatx.analysis.findings import ERROR, INFO, WARNING
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
+from kafkatx.cli.exit_status import EXIT_ERRORS_FOUND
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.cli.render import (
     plural,
@@ -19,8 +20,6 @@ from kafkatx.cli.render import (
     severity_counts,
     summary_text,
 )
-
-EXIT_ERRORS_FOUND = 1
 
 
 @click.command("verify")
