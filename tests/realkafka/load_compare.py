@@ -24,6 +24,7 @@ from kafkatx.semantics.read_committed import (
 from kafkatx.storage.discovery import discover
 
 COMPARED_SUFFIXES = (".log", ".txnindex", ".snapshot")
+NOT_COMPARED = "delivered_past_log_end"  # Kafka serves them, kafkatx does not: see kafka_view
 
 
 def _kept(name: str) -> bool:
@@ -70,7 +71,12 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
         "deleted": sorted(n for n in deleted if not n.endswith(".snapshot")),
         "truncated": sorted(truncated),
         "txnindex_rewritten": sorted(txnindex),
-        "delivered": delivered,
+        # kafkatx bounds reads by the log end offset, Kafka by the byte position of the log
+        # end's metadata: a read below the log end can run into the last segment's bytes past
+        # it (a partial last batch after a clean shutdown makes its base the log end); the
+        # documented difference (docs/analysis.md) is kept apart and not compared
+        "delivered": [o for o in delivered if o < answer["log_end_offset"]],
+        NOT_COMPARED: [o for o in delivered if o >= answer["log_end_offset"]],
     }
 
 
@@ -151,7 +157,7 @@ def differences(kafka: dict[str, Any], ours: dict[str, Any]) -> list[str]:
         return [] if kafka["failure"] == ours["failure"] else [
             f"failure: kafka={kafka['failure']} kafkatx={ours['failure']}"]
     return [f"{key}: kafka={kafka[key]!r} kafkatx={ours[key]!r}"
-            for key in kafka if kafka[key] != ours.get(key)]
+            for key in kafka if key != NOT_COMPARED and kafka[key] != ours.get(key)]
 
 
 def checkpointed_high_watermarks(log_dir: Path) -> dict[str, int]:

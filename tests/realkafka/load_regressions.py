@@ -74,6 +74,14 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
         ".txnindex batch by batch, as a leader writes it (LSO 2): the file is rewritten",
         {"ops": [["txn", 0, 1], ["abort", 0], ["plain", 1], ["txn", 1, 1], ["commit", 1],
                  ["roll"], ["plain", 1]], "follower_chunk": 5, "recovery_point": 0}),
+    "partial_last_batch_read_through_a_gap": (
+        "a documented difference (docs/analysis.md), pinned: after a clean shutdown the last "
+        "segment's partial batch makes its base the log end (2), but a fetch at the gap "
+        "recovery left below it (1) reads the segment's bytes up to its size and Kafka serves "
+        "offsets 2 and 3 past the log end; kafkatx bounds reads by the log end",
+        {"ops": [["txn", 0, 1], ["txn", 0, 1], ["roll"], ["txn", 0, 1], ["txn", 0, 1],
+                 ["txn", 0, 1]], "clean_shutdown": True, "flipped": [0], "missing_index": [0],
+         "recovery_point": 0, "torn_tail": 1}),
     "corrupt_segment_below_the_log_start_made_again": (
         "recovery cuts the first segment at a flipped byte and deletes the segments after it; "
         "the log end falls below the log start, LogLoader#deleteSegmentsIfLogStartGreaterThan"
