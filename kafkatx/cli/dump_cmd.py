@@ -7,13 +7,13 @@ import sys
 from typing import Any
 
 import click
-from rich.table import Table
 
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.render import Col, FitTable
 from kafkatx.errors import MissingPathError
 
 TABLE_CHUNK = 200
@@ -236,28 +236,35 @@ def _row(item: dict[str, Any]) -> list[list[str]]:
     return [[_short(v) for v in item.values()]]
 
 
-def _new_table(kind: str, title: str | None, header: bool) -> Table:
-    t = Table(title=title, title_justify="left", show_header=header, box=None, pad_edge=False,
-              header_style="bold", padding=(0, 2, 0, 0))
+# What gives way first in a narrow terminal (the highest); offsets, producer ids, positions and
+# CRCs never do.
+_GIVE_WAY = {("batch", "codec"): 9, ("batch", "size"): 8, ("batch", "n"): 7,
+             ("batch", "sequence"): 6, ("batch", "max timestamp (UTC)"): 5,
+             ("batch", "flags"): 4, ("producer", "timestamp (UTC)"): 3,
+             ("producer", "offset delta"): 2, ("producer", "coord. epoch"): 1,
+             ("time_index_entry", "timestamp"): 1}
+
+
+def _new_table(kind: str, title: str | None, header: bool) -> FitTable:
     columns = _COLUMNS.get(kind, [("value", "left")])
-    for i, (name, justify) in enumerate(columns):
-        last = i == len(columns) - 1
-        t.add_column(name, justify=justify, no_wrap=not last,  # type: ignore[arg-type]
-                     overflow="fold" if last else "ellipsis")
-    return t
+    return FitTable([Col(name, justify, give_way=_GIVE_WAY.get((kind, name), 0),
+                         wrap=i == len(columns) - 1 and justify == "left")
+                     for i, (name, justify) in enumerate(columns)],
+                    title=title, show_header=header)
 
 
 def _render_tables(items: Any, err: Any) -> None:
     """Stream tables: one per file and kind, flushed every TABLE_CHUNK rows."""
     out = stdout_console()
-    table: Table | None = None
+    table: FitTable | None = None
     current: tuple[str, str] | None = None
     rows = 0
+    noted = False  # columns left out are said once per file and kind
 
     def flush() -> None:
-        nonlocal table, rows
+        nonlocal table, rows, noted
         if table is not None and table.row_count:
-            out.print(table)
+            noted = bool(table.render(out, note=not noted)) or noted
         table = None
         rows = 0
 
@@ -270,6 +277,7 @@ def _render_tables(items: Any, err: Any) -> None:
         if key != current:
             flush()
             current = key
+            noted = False
             out.print(f"[bold]{item['file']}[/] [dim]({item['kind'].replace('_', ' ')})[/]")
             table = _new_table(item["kind"], None, True)
         elif table is None:

@@ -12,7 +12,6 @@ from dataclasses import replace
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kafkatx.analysis.groups import (
     CAUGHT_UP,
@@ -27,7 +26,7 @@ from kafkatx.analysis.groups import (
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stderr_console, stdout_console
-from kafkatx.cli.render import print_view_line
+from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.engines.base import Engine
 from kafkatx.engines.group_positions import analyze_groups
 from kafkatx.engines.local import Inspection
@@ -106,7 +105,7 @@ def render(summaries: Sequence[GroupSummary], out: Console, *, now_ms: int | Non
     for s in summaries:
         out.print(group_line(s), markup=False)
         if s.partitions:
-            out.print(partition_table(s.partitions))
+            partition_table(s.partitions).render(out)
         for p in s.pending:
             who = p.transactional_id or f"producer {p.producer_id}"
             out.print(f"  pending transactional commit: {p.topic}-{p.partition} offset "
@@ -136,14 +135,12 @@ def group_line(s: GroupSummary) -> str:
             f"read_committed records / {s.total('records_behind_lso')} behind the LSO{stuck}")
 
 
-def partition_table(rows: Sequence[GroupPartition]) -> Table:
-    t = Table(show_header=True, box=None, pad_edge=False, header_style="bold",
-              padding=(0, 2, 0, 0))
-    for name, justify in (("topic", "left"), ("partition", "right"), ("committed", "right"),
-                          ("log start", "right"), ("LSO", "right"), ("HW", "right"),
-                          ("lag", "right"), ("rc records", "right"), ("behind LSO", "right"),
-                          ("status", "left"), ("held by", "left")):
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+def partition_table(rows: Sequence[GroupPartition]) -> FitTable:
+    t = FitTable([Col("topic"), Col("partition", "right"), Col("committed", "right"),
+                  Col("log start", "right", give_way=3), Col("LSO", "right"), Col("HW", "right"),
+                  Col("lag", "right"), Col("rc records", "right", give_way=2),
+                  Col("behind LSO", "right", give_way=1), Col("status"),
+                  Col("held by", wrap=True)])
 
     def num(v: int | None) -> str:
         return "-" if v is None else str(v)

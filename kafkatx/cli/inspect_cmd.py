@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
@@ -22,6 +21,8 @@ from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, r
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.cli.render import (
     PER_KIND,
+    Col,
+    FitTable,
     human_size,
     lso_table,
     newest_timestamp,
@@ -98,17 +99,13 @@ def _hidden_note(hidden_topics: Sequence[str], what: str, out: Console) -> None:
               style="dim", highlight=False)
 
 
-def replicas_table(comparisons: Sequence[ReplicaComparison]) -> Table:
+def replicas_table(comparisons: Sequence[ReplicaComparison]) -> FitTable:
     """One row per copy of each partition held by several log dirs."""
-    t = Table(title="replicas (partitions in several log dirs)", title_justify="left",
-              show_header=True, box=None, pad_edge=False, header_style="bold",
-              padding=(0, 2, 0, 0))
-    for name, justify in (("topic", "left"), ("partition", "right"), ("log dir", "left"),
-                          ("epoch", "right"), ("log start", "right"), ("LEO", "right"),
-                          ("HW", "right"), ("LSO", "right"), ("role", "left"),
-                          ("truncates to", "right"), ("divergent", "right"),
-                          ("acknowledged", "right")):
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    t = FitTable([Col("topic"), Col("partition", "right"), Col("log dir"),
+                  Col("epoch", "right", give_way=1), Col("log start", "right"),
+                  Col("LEO", "right"), Col("HW", "right"), Col("LSO", "right"), Col("role"),
+                  Col("truncates to", "right", give_way=2), Col("divergent", "right"),
+                  Col("acknowledged", "right")], title="replicas (partitions in several log dirs)")
     for comp in comparisons:
         for c in comp.copies:
             style = {"diverged": "bold red" if c.acknowledged_divergent else "yellow",
@@ -202,7 +199,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     shown = [r for r in reports if show_all or not _empty(r)]
     if shown:
         out.print()
-        out.print(lso_table(shown, now_ms=analysis.now_ms, with_counts=True))
+        lso_table(shown, now_ms=analysis.now_ms, with_counts=True).render(out)
         table_footer(shown, out)
     _hidden_note([r.topic for r in reports if not (show_all or not _empty(r))],
                  "empty partition dir(s)", out)
@@ -210,7 +207,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                    if show_all or not all(_empty(k) for k in c.copies)]
     if comparisons:
         out.print()
-        out.print(replicas_table(comparisons))
+        replicas_table(comparisons).render(out)
     _hidden_note([c.topic for c in result.replicas
                   if not (show_all or not all(_empty(k) for k in c.copies))],
                  "replicated partition(s) with only empty copies", out)

@@ -74,6 +74,6 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
         out = stdout_console()
         print_view_line(analysis.view)
         if reports:
-            out.print(lso_table(reports, now_ms=analysis.now_ms))
+            lso_table(reports, now_ms=analysis.now_ms).render(out)
         table_footer(reports, out)
     sys.stdout.flush()

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
 from kafkatx.analysis.partition_report import PartitionReport
@@ -19,6 +22,109 @@ from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.output import stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A column of a :class:`FitTable`. ``give_way``: 0 for a column that identifies or
+    explains its row (never dropped, never cut); else the order in which columns are left out
+    when the terminal is too narrow (the highest first). ``wrap``: long text, wrapped at
+    spaces in the width left (never cut inside a word shorter than the column)."""
+
+    name: str
+    justify: str = "left"
+    give_way: int = 0
+    wrap: bool = False
+
+
+TABLE_GAP = 2  # spaces between columns
+WRAP_MIN = 16  # a wrapped column is left at least this wide (or its longest word)
+WRAP_WORD = 24  # longer words (a record's contents) are folded rather than kept whole
+
+
+def _plain(text: str) -> str:
+    return Text.from_markup(text).plain if "[" in text else text
+
+
+class FitTable:
+    """A table that fits the console: the columns that identify a row are never cut or
+    dropped; less important ones give way first (said under the table), then long text wraps;
+    when even the kept columns are wider than the terminal, rows run past it whole (the
+    terminal wraps them) rather than lose a digit. Piped output (220 columns) keeps all."""
+
+    def __init__(self, columns: Sequence[Col], *, show_header: bool = True,
+                 title: str | None = None) -> None:
+        self.columns = list(columns)
+        self.show_header = show_header
+        self.title = title
+        self.rows: list[tuple[list[str], str | None]] = []
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def add_row(self, *cells: str, style: str | None = None) -> None:
+        self.rows.append((list(cells), style))
+
+    def _widths(self) -> tuple[list[int], list[int]]:
+        """(natural, least) width of each column's content."""
+        natural, least = [], []
+        for i, col in enumerate(self.columns):
+            texts = [_plain(cells[i]) for cells, _ in self.rows]
+            head = [col.name] if self.show_header else []
+            nat = max((cell_len(t) for t in [*head, *texts]), default=1)
+            natural.append(nat)
+            if col.wrap:
+                words = [cell_len(w) for t in [*head, *texts] for w in t.split()]
+                least.append(min(nat, max(WRAP_MIN, min(max(words, default=0), WRAP_WORD))))
+            else:
+                least.append(nat)
+        return natural, least
+
+    def fit(self, width: int) -> tuple[Table, list[str], int]:
+        """The table for ``width`` columns, the columns left out, and its width."""
+        _, least = self._widths()
+        shown = list(range(len(self.columns)))
+
+        def needed() -> int:
+            return sum(least[i] for i in shown) + TABLE_GAP * (len(shown) - 1)
+
+        dropped: list[str] = []
+        while needed() > width:
+            candidates = [i for i in shown if self.columns[i].give_way > 0]
+            if not candidates:
+                break
+            worst = max(candidates, key=lambda i: self.columns[i].give_way)
+            shown.remove(worst)
+            dropped.append(self.columns[worst].name)
+        for name in reversed(list(dropped)):  # a narrow one left out early may fit again
+            i = next(i for i, c in enumerate(self.columns) if c.name == name)
+            if needed() + least[i] + TABLE_GAP <= width:
+                shown = sorted([*shown, i])
+                dropped.remove(name)
+        table = Table(show_header=self.show_header, box=None, pad_edge=False,
+                      header_style="bold", padding=(0, TABLE_GAP, 0, 0), title=self.title,
+                      title_justify="left")
+        for i in shown:
+            col = self.columns[i]
+            table.add_column(col.name, justify=col.justify,  # type: ignore[arg-type]
+                             no_wrap=not col.wrap, min_width=least[i], overflow="fold")
+        for cells, style in self.rows:
+            table.add_row(*(cells[i] for i in shown), style=style)
+        return table, dropped, needed()
+
+    def render(self, out: Console, *, note: bool = True) -> list[str]:
+        """Print the table fitted to ``out``; with ``note``, say which columns gave way."""
+        table, dropped, needed = self.fit(out.width)
+        if needed > out.width:
+            out.print(table, width=needed, crop=False)
+        else:
+            out.print(table)
+        if dropped and note:
+            out.print(f"(left out at {out.width} columns: {', '.join(dropped)}; a wider "
+                      "terminal or --format json shows them)", style="dim", markup=False,
+                      highlight=False)
+        return dropped
 
 
 def print_view_line(view: str) -> None:
@@ -75,25 +181,24 @@ def lag_style(report: PartitionReport) -> str | None:
 
 
 def lso_table(reports: Sequence[PartitionReport], *, now_ms: int | None,
-              with_counts: bool = False) -> Table:
-    """The ``lso`` columns; ``with_counts`` adds ``inspect``'s segment and transaction figures."""
+              with_counts: bool = False) -> FitTable:
+    """The ``lso`` columns; ``with_counts`` adds ``inspect``'s segment and transaction figures.
+    In a narrow terminal the counts give way first, then pending, HW−LSO and the LSO source;
+    the partition, its offsets and its open transactions always stay."""
     brokers = several_log_dirs(reports)
-    t = Table(show_header=True, box=None, pad_edge=False, header_style="bold",
-              padding=(0, 2, 0, 0))
-    columns: list[tuple[str, str]] = [("topic", "left"), ("partition", "right")]
+    columns = [Col("topic"), Col("partition", "right")]
     if brokers:
-        columns.append(("log dir", "left"))
-    columns += [("log start", "right"), ("LEO", "right"), ("HW", "right"), ("LSO", "right"),
-                ("LSO source", "left"), ("HW−LSO", "right"), ("pending", "right")]
+        columns.append(Col("log dir"))
+    columns += [Col("log start", "right"), Col("LEO", "right"), Col("HW", "right"),
+                Col("LSO", "right"), Col("LSO source", give_way=10),
+                Col("HW−LSO", "right", give_way=11), Col("pending", "right", give_way=12)]
     if with_counts:
-        columns += [("segs", "right"), ("size", "right"), ("producers", "right"),
-                    ("commit", "right"), ("abort", "right"), ("open", "right"),
-                    ("longest txn", "right")]
-    columns.append(("open transactions (pid/epoch@offset, age)", "left"))
-    for i, (name, justify) in enumerate(columns):
-        last = i == len(columns) - 1
-        t.add_column(name, justify=justify, no_wrap=not last,  # type: ignore[arg-type]
-                     overflow="fold" if last else "ellipsis")
+        columns += [Col("segs", "right", give_way=19), Col("size", "right", give_way=18),
+                    Col("producers", "right", give_way=17), Col("commit", "right", give_way=14),
+                    Col("abort", "right", give_way=15), Col("open", "right", give_way=13),
+                    Col("longest txn", "right", give_way=16)]
+    columns.append(Col("open transactions (pid/epoch@offset, age)", wrap=True))
+    t = FitTable(columns)
     for r in reports:
         row = [escape(r.topic), str(r.partition)]
         if brokers:

@@ -11,7 +11,6 @@ from types import TracebackType
 from typing import Any
 
 import click
-from rich.table import Table
 
 from kafkatx.analysis.consumer_view import (
     ABORTED,
@@ -31,7 +30,7 @@ from kafkatx.cli.analysis_options import (
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.cli.render import print_view_line
+from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
@@ -249,17 +248,13 @@ def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
     out = stdout_console()
     count = 0
 
-    def new_table() -> Table:
-        t = Table(box=None, pad_edge=False, header_style="bold", show_header=count == 0,
-                  padding=(0, 2, 0, 0))
-        for name, justify in (("offset", "right"), ("timestamp (UTC)", "left"),
-                              ("pid/epoch", "right"), ("status", "left")):
-            t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    def new_table() -> FitTable:
+        columns = [Col("offset", "right"), Col("timestamp (UTC)", give_way=1),
+                   Col("pid/epoch", "right"), Col("status", wrap=True)]
         if records:
-            t.add_column("key", overflow="fold")
-            t.add_column("value", overflow="fold")
-            t.add_column("headers", overflow="fold")
-        return t
+            columns += [Col("key", wrap=True), Col("value", wrap=True),
+                        Col("headers", wrap=True, give_way=2)]
+        return FitTable(columns, show_header=count == 0)
 
     table = new_table()
     for r in items:
@@ -272,10 +267,10 @@ def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
         table.add_row(*row)
         count += 1
         if table.row_count >= 500:
-            out.print(table)
+            table.render(out, note=count == 500)
             table = new_table()
     if table.row_count:
-        out.print(table)
+        table.render(out, note=count <= 500)
     if count == 0:
         stderr_console().print("no records in that range", markup=False)
 
@@ -315,9 +310,8 @@ def _render_diff(hidden: Iterable[ReplayedRecord], fmt: str) -> None:
             w.writerow([_blank(g[c]) for c in cols])
     else:
         out = stdout_console()
-        t = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2, 0, 0))
-        for name in ("reason", "producer", "transaction", "records", "offsets"):
-            t.add_column(name, no_wrap=True)
+        t = FitTable([Col("reason"), Col("producer"), Col("transaction", wrap=True),
+                      Col("records", give_way=1), Col("offsets")])
         for g in rows:
             txn = (f"from {g['transaction_first_offset']}, ABORT at {g['abort_marker_offset']}"
                    if g["reason"] == ABORTED else
@@ -326,7 +320,7 @@ def _render_diff(hidden: Iterable[ReplayedRecord], fmt: str) -> None:
             pid = "-" if g["producer_id"] < 0 else f"{g['producer_id']}/{g['producer_epoch']}"
             t.add_row(g["reason"], pid, txn, str(g["records"]),
                       f"{g['first_offset']}..{g['last_offset']}")
-        out.print(t)
+        t.render(out)
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(totals.items())) or "none"
     stderr_console().print(f"records read_uncommitted sees and read_committed does not: "
                            f"{summary}", markup=False)

@@ -11,7 +11,6 @@ from typing import TextIO
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kafkatx.analysis.coordinator_transactions import PartitionEntry, tp_name
 from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
@@ -28,7 +27,7 @@ from kafkatx.cli.analysis_options import (
     transaction_state_partitions_option,
 )
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.cli.render import print_view_line
+from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.cli.timeline_html import render_html
 from kafkatx.engines.inspection import inspect
 from kafkatx.engines.local import AnalysisOptions
@@ -85,10 +84,10 @@ def render_table(tl: Timeline, out: Console) -> None:
     if not tl.transactions:
         out.print("no transactions", style="green")
     else:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for name in ("transactional id", "pid/epoch", "start (UTC)", "duration", "outcome",
-                     "partitions", "anomalies"):
-            table.add_column(name, no_wrap=name != "partitions")
+        table = FitTable([Col("transactional id"), Col("pid/epoch"),
+                          Col("start (UTC)", give_way=2), Col("duration", give_way=3),
+                          Col("outcome"), Col("partitions", wrap=True),
+                          Col("anomalies", give_way=4)])
         for t in tl.transactions:
             epoch = "?" if t.producer_epoch is None else str(t.producer_epoch)
             table.add_row(
@@ -97,7 +96,7 @@ def render_table(tl: Timeline, out: Console) -> None:
                 f"[{OUTCOME_STYLE.get(t.outcome, '')}]{t.outcome}[/]",
                 escape(", ".join(entry_text(e) for e in t.partitions) or "-"),
                 escape(", ".join(t.anomalies) or "-"))
-        out.print(table)
+        table.render(out)
     for t in tl.transactions:
         for f in t.findings:
             if f.kind == "hanging_transaction" and f.remediation:
