@@ -10,11 +10,14 @@ Standard library only: ``.ci/deps`` runs it before any virtual environment exist
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: The Kafka versions every real-Kafka test runs on: the newest 4.x, and the newest 4.0.x
@@ -71,6 +74,22 @@ def resolve(version: str) -> Path:
     if (libs / COMPLETE).exists():
         return libs
     java_binary()
+    with _lock(libs.parent, "libs.lock"):
+        if not (libs / COMPLETE).exists():
+            _resolve_into(version, libs)
+    return libs
+
+
+@contextmanager
+def _lock(folder: Path, name: str) -> Iterator[None]:
+    """One process at a time (pytest-xdist workers may all ask at once; the others wait)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / name, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _resolve_into(version: str, libs: Path) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaUnavailable(
@@ -89,7 +108,6 @@ def resolve(version: str) -> Path:
     shutil.rmtree(libs, ignore_errors=True)
     partial.rename(libs)
     (libs / COMPLETE).write_text(version + "\n")
-    return libs
 
 
 def classpath(version: str) -> str:
@@ -106,6 +124,13 @@ def driver_classes(version: str) -> Path:
     out = cache_root() / f"kafka-{version}" / f"drivers-{digest.hexdigest()[:16]}"
     if (out / COMPLETE).exists():
         return out
+    with _lock(out.parent, "drivers.lock"):
+        if not (out / COMPLETE).exists():
+            _compile_drivers(version, sources, out)
+    return out
+
+
+def _compile_drivers(version: str, sources: list[Path], out: Path) -> None:
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -119,7 +144,6 @@ def driver_classes(version: str) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     partial.rename(out)
     (out / COMPLETE).write_text(version + "\n")
-    return out
 
 
 def main(argv: list[str]) -> int:
@@ -127,6 +151,7 @@ def main(argv: list[str]) -> int:
     for version in versions:
         try:
             print(f"Apache Kafka {version}: {resolve(version)}")
+            print(f"  test drivers: {driver_classes(version)}")
         except KafkaUnavailable as exc:
             print(f"dist.py: {exc}", file=sys.stderr)
             return 1
