@@ -13,9 +13,11 @@ host; CreatePartitions places replicas over every broker (``ReplicationControlMa
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -176,3 +178,48 @@ def test_group_offsets_and_new_partitions_on_topics_other_brokers_lead(
     assert {p.partition_index: (p.leader_id, tuple(p.replica_nodes))
             for p in described.partitions} == {0: (1, (1,)), 1: (2, (2,)), 2: (3, (3,)),
                                                3: (3, (3,)), 4: (1, (1,))}
+
+
+@pytest.mark.parametrize("cluster", [1], indirect=True)
+def test_leader_refuses_as_kafka_after_asking_the_coordinator_over_the_wire(
+        cluster: tuple[int, KafkaBroker]) -> None:
+    """``ReplicaManager#handleProduceAppend`` on a leader that is not the coordinator: a
+    partition never added is INVALID_TXN_STATE (TRANSACTION_ABORTABLE before Produce v11), an
+    old epoch INVALID_PRODUCER_EPOCH (PRODUCER_FENCED), an unknown producer id
+    INVALID_PRODUCER_ID_MAPPING; the partition that was added takes the batch."""
+    from tests.broker.test_wire import batch
+
+    _, broker = cluster
+    txn_id, topic = "wire-apart", "wire-apart"
+    create_spread_topic(broker.bootstrap_servers, topic)
+    coordinator = coordinator_of(broker, txn_id, 1)
+    added, never = [p for p in range(len(SPREAD)) if p + 1 != coordinator][:2]
+    with WireClient(broker.ports[coordinator - 1]) as c:
+        init = c.call(request(22, 4, transactional_id=txn_id, producer_id=-1, producer_epoch=-1,
+                              transaction_timeout=datetime.timedelta(seconds=60)))
+        pid, epoch = init.producer_id, init.producer_epoch
+        add = c.call(request(24, 3, v3_and_below_transactional_id=txn_id,
+                             v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                             v3_and_below_topics=(entity(24, 3, "AddPartitionsToTxnTopic",
+                                                         name=topic, partitions=(added,)),)))
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0] \
+            .partition_error_code == ErrorCode.none
+
+    def produce(partition: int, producer_id: int, producer_epoch: int) -> Any:
+        records = batch(1, pid=producer_id, epoch=producer_epoch, seq=0, txn=True)
+        data = entity(0, 9, "TopicProduceData", name=topic, partition_data=(
+            entity(0, 9, "PartitionProduceData", index=partition, records=records),))
+        with WireClient(broker.ports[partition]) as c:  # the partition's leader
+            answer = c.call(request(0, 9, transactional_id=txn_id, acks=-1,
+                                    timeout=datetime.timedelta(seconds=5), topic_data=(data,)))
+        return answer.responses[0].partition_responses[0]
+
+    assert produce(added, pid, epoch).error_code == ErrorCode.none
+    refused = produce(never, pid, epoch)
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.invalid_txn_state, "Partition was not added to the transaction")
+    assert produce(never, pid + 1000, 0).error_code == ErrorCode.invalid_producer_id_mapping
+    with WireClient(broker.ports[coordinator - 1]) as c:  # a new producer fences this one
+        c.call(request(22, 4, transactional_id=txn_id, producer_id=-1, producer_epoch=-1,
+                       transaction_timeout=datetime.timedelta(seconds=60)))
+    assert produce(never, pid, epoch).error_code == ErrorCode.invalid_producer_epoch
