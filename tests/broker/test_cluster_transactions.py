@@ -223,3 +223,44 @@ def test_leader_refuses_as_kafka_after_asking_the_coordinator_over_the_wire(
         c.call(request(22, 4, transactional_id=txn_id, producer_id=-1, producer_epoch=-1,
                        transaction_timeout=datetime.timedelta(seconds=60)))
     assert produce(never, pid, epoch).error_code == ErrorCode.invalid_producer_epoch
+
+
+@pytest.mark.parametrize("cluster", [1], indirect=True)
+def test_acks_all_produce_waiting_on_a_deleted_topic_is_answered_at_once(
+        cluster: tuple[int, KafkaBroker]) -> None:
+    """``ReplicaManager#stopPartitions`` completes the delayed produce of a partition it
+    removes (librdkafka's 0107 deletes a topic under a producer with requests in flight): the
+    answer is UNKNOWN_TOPIC_OR_PARTITION at once, not REQUEST_TIMED_OUT after the timeout."""
+    import concurrent.futures
+
+    from tests.broker.test_wire import batch
+
+    _, broker = cluster
+    topic = "deleted-under-produce"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=1,
+                                                replica_assignment=[[1, 2]])]).values():
+        future.result(30)
+    broker.cut_replication(1, 2)  # the follower takes nothing: the high watermark stays
+    try:
+        data = entity(0, 9, "TopicProduceData", name=topic, partition_data=(
+            entity(0, 9, "PartitionProduceData", index=0, records=batch(1)),))
+
+        def produce() -> tuple[Any, float]:
+            with WireClient(broker.ports[0], timeout_s=60) as c:
+                answer = c.call(request(0, 9, acks=-1, timeout=datetime.timedelta(seconds=40),
+                                        topic_data=(data,)))
+            return answer.responses[0].partition_responses[0], time.monotonic()
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(produce)
+            time.sleep(1)
+            assert not waiting.done()
+            for future in admin.delete_topics([topic]).values():
+                future.result(30)
+            deleted_at = time.monotonic()
+            answer, answered_at = waiting.result(30)
+        assert answer.error_code == ErrorCode.unknown_topic_or_partition
+        assert answered_at - deleted_at < 5
+    finally:
+        broker.clear_faults()

@@ -151,9 +151,12 @@ class ReplicaManager:
             part.followers = {}
 
     def forget(self, tp: TopicPartition) -> None:
-        """The partition is gone (its topic deleted): no role, no fetching."""
+        """The partition is gone (its topic deleted): no role, no fetching; produce requests
+        waiting on it are answered (``ReplicaManager#stopPartitions`` completes the delayed
+        operations of the partitions it removes)."""
         self._stop_fetching(tp)
-        self.partitions.pop(tp, None)
+        if self.partitions.pop(tp, None) is not None:
+            self.notify_high_watermark()
 
     def truncated(self, part: Partition, before: int, after: int) -> None:
         """A follower truncated its log (``UnifiedLog#truncateTo``): nothing else to do here
@@ -276,6 +279,9 @@ class ReplicaManager:
         moved, REQUEST_TIMED_OUT after the request's timeout."""
         deadline = asyncio.get_running_loop().time() + timeout_s
         while True:
+            if self.partitions.get(part.tp) is not part:  # getPartitionOrError: removed
+                return (ErrorCode.not_leader_or_follower if self.broker.logs.contains(*part.tp)
+                        else ErrorCode.unknown_topic_or_partition)
             if part.leader != self.node_id:
                 return ErrorCode.not_leader_or_follower
             if part.log.high_watermark >= required_offset:
