@@ -18,6 +18,10 @@ import pytest
 from kafkatx.engines.base import SPARK, EngineConfig
 from kafkatx.engines.local import LocalEngine
 
+# The bundled fixtures' file times are when they were checked out: outputs on them measure ages
+# from each partition's newest record (--now data), so they do not depend on that moment.
+os.environ.setdefault("KAFKATX_NOW", "data")
+
 SPARK_TEST_CONF = (("spark.sql.shuffle.partitions", "2"), ("spark.default.parallelism", "2"),
                    ("spark.ui.enabled", "false"),
                    ("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))

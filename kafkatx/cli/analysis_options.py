@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import gc
 from collections.abc import Callable, Sequence
@@ -16,10 +15,11 @@ import click
 
 from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
+from kafkatx.cli.now_option import NOW_HELP, NowParam, default_now
 from kafkatx.cli.output import stderr_console
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
-from kafkatx.engines.inspection import RequestError, inspect
+from kafkatx.engines.inspection import CAPTURE, RequestError, inspect
 from kafkatx.engines.inspection import check_output as check_parquet_output
 from kafkatx.engines.local import AnalysisOptions, Inspection
 
@@ -31,38 +31,6 @@ T = TypeVar("T")
 # transactions). The analysis commands collect every 100,000 allocations instead.
 ANALYSIS_GC_THRESHOLD = (100_000, 50, 100)
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
-_EARLIEST_PLAUSIBLE_MS = 10**11  # 1973: smaller "epoch ms" values are seconds given by mistake
-_LATEST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant ISO-8601 can say
-
-
-class NowParam(click.ParamType):
-    """``--now``: ISO-8601 (``Z``/offset; naive means UTC) or epoch milliseconds -> epoch ms."""
-
-    name = "TIME"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        text = str(value).strip()
-        if text.isdigit():
-            ms = int(text)
-            if ms < _EARLIEST_PLAUSIBLE_MS:
-                self.fail(f"{text!r} is before 1973 as epoch milliseconds; did you give seconds? "
-                          f"(use {ms * 1000})", param, ctx)
-            if ms > _LATEST_MS:
-                self.fail(f"{text!r} is after the year 9999 as epoch milliseconds", param, ctx)
-            return ms
-        try:
-            when = dt.datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{text!r} is neither ISO-8601 (e.g. 2025-11-21T05:00:00Z) nor epoch "
-                      "milliseconds", param, ctx)
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        return int(when.timestamp() * 1000)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineCliOptions:
     """``--engine``, ``--master``, ``--spark-conf``, ``--output``."""
@@ -162,7 +130,7 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnalysisCliOptions:
-    now_ms: int | None = None
+    now: int | str = CAPTURE  # epoch ms, or capture / data (kafkatx.cli.now_option)
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     max_transaction_timeout_ms: int | None = None
     transaction_state_partitions: int | None = None
@@ -178,7 +146,7 @@ class AnalysisCliOptions:
 
     @property
     def engine_options(self) -> AnalysisOptions:
-        return AnalysisOptions(now_ms=self.now_ms,
+        return AnalysisOptions(now_ms=self.now if isinstance(self.now, int) else None,
                                transaction_timeout_ms=self.transaction_timeout_ms,
                                max_transaction_timeout_ms=self.max_transaction_timeout_ms,
                                transaction_state_partitions=self.transaction_state_partitions,
@@ -215,10 +183,7 @@ after_restart_option = click.option(
          "(restart_changes, restart_keeps_transaction).")
 
 _OPTIONS = (
-    click.option("--now", type=NowParam(), default=None,
-                 help="The time to measure transaction ages against: ISO-8601 (UTC when no "
-                      "offset is given) or epoch milliseconds. Default: the newest timestamp "
-                      "in each partition's log (the copy may be old)."),
+    click.option("--now", type=NowParam(keywords=True), default=None, help=NOW_HELP),
     click.option("--transaction-timeout-ms", type=click.IntRange(min=1),
                  default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
                  help="The producers' transaction.timeout.ms (the producer default is "
@@ -242,11 +207,12 @@ def analysis_options(f: Callable[..., Any]) -> Callable[..., Any]:
     keyword."""
 
     @functools.wraps(f)
-    def wrapper(*args: Any, now: int | None, transaction_timeout_ms: int,
+    def wrapper(*args: Any, now: int | str | None, transaction_timeout_ms: int,
                 max_transaction_timeout_ms: int | None,
                 transaction_state_partitions: int | None, after_restart: bool,
                 manifest: Path | None, engine: EngineCliOptions, **kwargs: Any) -> Any:
-        opts = AnalysisCliOptions(now_ms=now, transaction_timeout_ms=transaction_timeout_ms,
+        opts = AnalysisCliOptions(now=default_now(now),
+                                  transaction_timeout_ms=transaction_timeout_ms,
                                   max_transaction_timeout_ms=max_transaction_timeout_ms,
                                   transaction_state_partitions=transaction_state_partitions,
                                   manifest=manifest, engine=engine, after_restart=after_restart)
@@ -290,7 +256,7 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
     run = library_call(lambda: inspect(
         paths, options=options.engine_options, engine=options.engine.config,
         manifest=options.manifest, output=None if own_output else output,
-        progress=scan_progress, then=then))
+        progress=scan_progress, then=then, now=options.now))
     err = stderr_console()
     if run.written:
         err.print(f"wrote {', '.join(run.written)}", markup=False)

@@ -61,7 +61,7 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
                                    for p in disc.all_partitions()):
             problems.append("no __consumer_offsets partition under the given paths: no "
                             "group to report")
-        summaries.extend(analyze_groups(engine, result, problems, now_ms=analysis.now_ms,
+        summaries.extend(analyze_groups(engine, result, problems, now_ms=result.now_ms,
                                         groups=groups))
         if analysis.engine.output is not None:
             from kafkatx.engines.group_tables import group_tables
@@ -89,7 +89,7 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
                 writer.writerow({k: "" if v is None else v for k, v in p.to_dict().items()})
     else:
         print_view_line(analysis.view)
-        render(summaries, stdout_console(), now_ms=analysis.now_ms)
+        render(summaries, stdout_console(), now_ms=result.now_ms)
     sys.stdout.flush()
 
 

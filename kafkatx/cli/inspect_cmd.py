@@ -26,6 +26,8 @@ from kafkatx.cli.render import (
     human_size,
     lso_table,
     newest_timestamp,
+    now_dict,
+    now_text,
     oldest_timestamp,
     print_problems,
     print_view_line,
@@ -67,6 +69,7 @@ def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
         line += (f", data from {iso_ms(min(firsts))} to {iso_ms(max(lasts))} "
                  f"({duration(max(lasts) - min(firsts))})")
     out.print(line, highlight=False)
+    out.print(now_text(result), highlight=False, markup=False)
     view = result.coordinator
     if view is not None and view.partition_count is not None:
         present = sorted(view.partitions_present)
@@ -170,7 +173,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     attention: list[GroupPartition] = []
 
     def groups_section(engine: Engine, result: Inspection) -> None:
-        summaries = analyze_groups(engine, result, result.problems, now_ms=analysis.now_ms,
+        summaries = analyze_groups(engine, result, result.problems, now_ms=result.now_ms,
                                    replay_all=False)
         attention.extend(needing_attention(summaries))
 
@@ -186,7 +189,8 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                "inactive_partitions": inactive_dicts(result),
                "groups": [p.to_dict() for p in attention],
                "replicas": [c.to_dict() for c in result.replicas],
-               "coordinator": coordinator_dict(result)}
+               "coordinator": coordinator_dict(result),
+               "now": now_dict(result)}
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         return
@@ -199,7 +203,7 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     shown = [r for r in reports if show_all or not _empty(r)]
     if shown:
         out.print()
-        lso_table(shown, now_ms=analysis.now_ms, with_counts=True).render(out)
+        lso_table(shown, now_ms=result.now_ms, with_counts=True).render(out)
         table_footer(shown, out)
     _hidden_note([r.topic for r in reports if not (show_all or not _empty(r))],
                  "empty partition dir(s)", out)

@@ -15,6 +15,7 @@ from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, r
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.cli.render import (
     lso_table,
+    now_text,
     print_problems,
     print_view_line,
     sorted_reports,
@@ -74,6 +75,8 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
         out = stdout_console()
         print_view_line(analysis.view)
         if reports:
-            lso_table(reports, now_ms=analysis.now_ms).render(out)
+            lso_table(reports, now_ms=result.now_ms).render(out)
+        if any(r.open_transactions for r in reports):
+            out.print(now_text(result), style="dim", markup=False, highlight=False)
         table_footer(reports, out)
     sys.stdout.flush()

@@ -127,6 +127,24 @@ class FitTable:
         return dropped
 
 
+NOW_SOURCES = {"given": "given with --now",
+               "capture": "capture time: the evidence's newest file time; --now to change",
+               "data": "each partition's newest record; --now to change"}
+
+
+def now_text(result: Inspection) -> str:
+    """``ages at 2026-...Z (capture time: ...)``: what the ages shown are measured from."""
+    when = "-" if result.now_ms is None else iso_ms(result.now_ms)
+    if result.now_ms is None:
+        return f"ages at: {NOW_SOURCES['data']}"
+    return f"ages at: {when} ({NOW_SOURCES.get(result.now_source, result.now_source)})"
+
+
+def now_dict(result: Inspection) -> dict[str, object]:
+    """``{"ms", "source"}`` of the JSON: what ages were measured from (ms None: data)."""
+    return {"ms": result.now_ms, "source": result.now_source}
+
+
 def print_view_line(view: str) -> None:
     """The first line of a table: which view answers (only the restart view says it; the
     view as found is every command's default)."""

@@ -26,6 +26,7 @@ from kafkatx.cli.analysis_options import (
     scan_progress,
     transaction_state_partitions_option,
 )
+from kafkatx.cli.now_option import NOW_HELP, default_now
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.cli.timeline_html import render_html
@@ -126,9 +127,7 @@ def _missing(tl: Timeline) -> list[str]:
               help="Only transactions still running at or after TIME (ISO-8601 or epoch ms).")
 @click.option("--until", type=NowParam(), default=None,
               help="Only transactions started at or before TIME (ISO-8601 or epoch ms).")
-@click.option("--now", type=NowParam(), default=None,
-              help="The time open transactions are measured against (default: the newest "
-                   "timestamp among the evidence).")
+@click.option("--now", type=NowParam(keywords=True), default=None, help=NOW_HELP)
 @max_transaction_timeout_option
 @transaction_state_partitions_option
 @after_restart_option
@@ -139,7 +138,7 @@ def _missing(tl: Timeline) -> list[str]:
 @engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
-                     now: int | None, max_transaction_timeout_ms: int | None,
+                     now: int | str | None, max_transaction_timeout_ms: int | None,
                      transaction_state_partitions: int | None, after_restart: bool, fmt: str,
                      output: Path | None, engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
@@ -157,12 +156,13 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     selection = Selection(transactional_ids=frozenset(transactional_ids),
                           producer_ids=frozenset(producer_ids), since_ms=since, until_ms=until)
     view = AFTER_RESTART if after_restart else AS_FOUND
-    options = AnalysisOptions(now_ms=now, max_transaction_timeout_ms=max_transaction_timeout_ms,
+    options = AnalysisOptions(max_transaction_timeout_ms=max_transaction_timeout_ms,
                               transaction_state_partitions=transaction_state_partitions,
                               view=view, predict_restart=False)
     result = library_call(lambda: inspect(paths, options=options, engine=engine.config,
                                           progress=scan_progress, keep_timeline=True,
-                                          selection=selection, join_cluster=False)).inspection
+                                          selection=selection, join_cluster=False,
+                                          now=default_now(now))).inspection
     tl = result.timeline
     assert tl is not None
     err = stderr_console()

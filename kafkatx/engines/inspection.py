@@ -17,19 +17,29 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import Selection
 from kafkatx.engines.base import SPARK, Engine, EngineConfig
 from kafkatx.engines.cluster_metadata import join_inspection
 from kafkatx.engines.factory import open_engine, resolve_engine_name
 from kafkatx.engines.local import AnalysisOptions, Inspection
 from kafkatx.errors import KafkatxError
+from kafkatx.storage.capture_time import newest_mtime_ms
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, PartitionDir, discover
 from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 from kafkatx.storage.manifest import Manifest, recording
+
+CAPTURE = "capture"  # --now: when the evidence was captured (its newest file time)
+DATA = "data"  # --now: the newest record of each partition
+GIVEN = "given"  # --now: a moment the user gave
+# How far a record's CreateTime may run ahead of its broker's clock (Kafka 4's default
+# log.message.timestamp.after.max.ms, ServerLogConfigs): a --now that much before the newest
+# record is before the data, not a producer's clock running ahead.
+TIMESTAMP_AFTER_MAX_MS = 3_600_000
 
 
 class RequestError(KafkatxError):
@@ -143,7 +153,7 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
             progress: ProgressFactory | None = None,
             then: Callable[[Engine, Inspection], None] | None = None,
             keep_timeline: bool = False, selection: Selection | None = None,
-            join_cluster: bool = True) -> InspectionRun:
+            join_cluster: bool = True, now: int | str | None = None) -> InspectionRun:
     """Inspect ``paths`` (log dirs, partition dirs, folders of copies; local paths or URIs).
 
     ``options``: the analysis (``--now``, timeouts, the view); ``engine``: where it runs;
@@ -153,6 +163,11 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
     makes an observer of the scan; ``then`` runs with the engine still open (to replay
     partitions after the inspection); ``keep_timeline`` keeps the joined transactions
     ``selection`` picks; ``join_cluster=False`` leaves out the metadata-log joins.
+
+    ``now``: what ages are measured from: epoch ms (refused when before the newest record),
+    ``CAPTURE`` (the evidence's newest file time; the newest record when the files say
+    nothing or are older than the data) or ``DATA`` (each partition's newest record); None
+    keeps ``options.now_ms``.
     """
     options = AnalysisOptions() if options is None else options
     engine = EngineConfig() if engine is None else engine
@@ -167,6 +182,15 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
     if recorder is not None and resolve_engine_name(engine, total) == SPARK:
         raise RequestError("--manifest records the files read in this process: use it with "
                            "--engine local")
+    source = GIVEN if options.now_ms is not None else DATA
+    if isinstance(now, int):
+        options, source = replace(options, now_ms=now), GIVEN
+    elif now == DATA:
+        options = replace(options, now_ms=None)
+    elif now == CAPTURE:
+        captured = newest_mtime_ms(disc, roots)
+        options = replace(options, now_ms=captured)
+        source = CAPTURE if captured is not None else DATA
 
     def recorded() -> AbstractContextManager[object]:
         return nullcontext() if recorder is None else recording(recorder)
@@ -180,9 +204,23 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
                 progress=observer.advance if observer is not None else None,
                 on_partition=observer.partition if observer is not None else None,
                 keep_timeline=keep_timeline, selection=selection)
+        newest = max((r.max_timestamp for r in result.partitions
+                      if isinstance(getattr(r, "max_timestamp", None), int)), default=-1)
+        if options.now_ms is not None and options.now_ms < newest:
+            if source == GIVEN and options.now_ms < newest - TIMESTAMP_AFTER_MAX_MS:
+                raise RequestError(
+                    f"{iso_ms(options.now_ms)} is before the newest record of the evidence "
+                    f"({iso_ms(newest)}): ages would be negative; give a later time, now, or "
+                    "data", "--now")
+            if source == CAPTURE:  # file times older than the data (copied without them)
+                options, source = replace(options, now_ms=None), DATA
+                with recorded():
+                    result = runner.inspect(roots, options=options,
+                                            keep_timeline=keep_timeline, selection=selection)
         if join_cluster:
             with recorded():  # the metadata log and the files the joins read
                 join_inspection(roots, result)
+        result.now_ms, result.now_source = options.now_ms, source
         run.inspection = result
         if then is not None:
             then(runner, result)

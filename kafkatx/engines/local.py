@@ -108,6 +108,10 @@ class Inspection:
     replica_sets: dict[tuple[str, int], ReplicaSet] = field(default_factory=dict)
     clusters: list[Any] = field(default_factory=list)  # ClusterViews of KRaft metadata logs
     coordinator: CoordinatorView | None = None  # the __transaction_state partitions replayed
+    # what ages were measured from (kafkatx.engines.inspection): epoch ms, None for each
+    # partition's newest record; and why that moment (given, capture, data)
+    now_ms: int | None = None
+    now_source: str = "data"
 
     @property
     def total_bytes(self) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
-NOW = "2026-01-01T00:00:00Z"
+NOW = "2027-01-01T00:00:00Z"  # after every fixture's newest record
 
 # Every log dir (or set of copies) the fixtures hold, as commands take them.
 LOG_DIRS: dict[str, list[str]] = {
