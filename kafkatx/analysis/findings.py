@@ -107,6 +107,29 @@ KINDS: dict[str, FindingKind] = {
 }
 
 
+TOOLS = ("kafka-transactions.sh", "kafka-consumer-groups.sh", "kafkatx ")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a remediation: what it does and, when a tool does it, the whole command
+    (the tool's name and ``--bootstrap-server`` every time)."""
+
+    what: str
+    command: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"what": self.what, "command": self.command}
+
+    def text(self) -> str:
+        return self.what if self.command is None else f"{self.what}: {self.command}"
+
+
+def steps_text(steps: tuple[Step, ...]) -> str:
+    """The steps as the one line of ``remediation`` (deprecated: ``remediation_steps``)."""
+    return "; ".join(s.text() for s in steps)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     """One thing worth an operator's attention, located as ``path:position`` where possible."""
@@ -121,11 +144,25 @@ class Finding:
     transactional_id: str | None = None
     offset: int | None = None
     location: str | None = None
-    remediation: str | None = None
+    remediation: str | None = None  # one line (deprecated: the steps, joined)
+    steps: tuple[Step, ...] = ()  # the remediation as numbered steps, when it has several
 
     @property
     def level(self) -> str:
         return self.severity or KINDS[self.kind].severity
+
+    @property
+    def remediation_steps(self) -> tuple[Step, ...]:
+        """The remediation as steps: the steps given, else the one line as one step (a
+        command when it starts with a tool's name)."""
+        if self.steps:
+            return self.steps
+        if self.remediation is None:
+            return ()
+        if self.remediation.startswith(TOOLS):
+            what = "abort it" if " abort " in self.remediation else "run"
+            return (Step(what, self.remediation),)
+        return (Step(self.remediation),)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -134,6 +171,7 @@ class Finding:
             "producer_epoch": self.producer_epoch, "transactional_id": self.transactional_id,
             "offset": self.offset, "location": self.location, "message": self.message,
             "remediation": self.remediation,
+            "remediation_steps": [s.to_dict() for s in self.remediation_steps],
         }
 
 

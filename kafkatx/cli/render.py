@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
+from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.restart_view import AFTER_RESTART, VIEW_LINES
 from kafkatx.analysis.timefmt import duration, iso_ms
@@ -278,8 +278,40 @@ def _where(f: Finding) -> str:
     return f.topic if f.partition is None else f"{f.topic}-{f.partition}"
 
 
-def finding_lines(f: Finding) -> list[str]:
-    """``severity kind topic-partition offset N: message (location)``, then the remediation."""
+def steps_lines(steps: Sequence[Step], indent: str = "        ") -> list[str]:
+    """``remediation:`` then one numbered step a line, each command whole on its own line
+    (one step: on the ``remediation:`` line itself)."""
+    if len(steps) == 1:
+        text = steps[0].command or steps[0].what
+        return [f"{indent}[green]remediation:[/] {escape(text)}"]
+    lines = [f"{indent}[green]remediation:[/]"]
+    for n, step in enumerate(steps, 1):
+        lines.append(f"{indent}  {n}. {escape(step.what)}" + (":" if step.command else ""))
+        if step.command:
+            lines.append(f"{indent}     {escape(step.command)}")
+    return lines
+
+
+def plan_key(f: Finding) -> tuple[object, ...]:
+    """The transaction a finding's plan is for: one plan however many copies hold it."""
+    return (f.kind, f.topic, f.partition, f.producer_id, f.producer_epoch, f.offset)
+
+
+def merged_steps(findings: Sequence[Finding]) -> tuple[Step, ...]:
+    """Several copies' steps, step by step, each different step once (an export per copy,
+    the live checks and the abort once)."""
+    plans = [f.remediation_steps for f in findings]
+    merged: list[Step] = []
+    for i in range(max(len(p) for p in plans)):
+        for plan in plans:
+            if i < len(plan) and plan[i] not in merged:
+                merged.append(plan[i])
+    return tuple(merged)
+
+
+def finding_lines(f: Finding, steps: Sequence[Step] | None = None) -> list[str]:
+    """``severity kind topic-partition offset N: message (location)``, then the remediation
+    (``steps``: the plan to show for it, None for its own)."""
     style = SEVERITY_STYLE.get(f.level, "")
     head = f"[{style}]{f.level:<7}[/] [bold]{escape(f.kind)}[/] {escape(_where(f))}"
     if f.offset is not None:
@@ -288,8 +320,9 @@ def finding_lines(f: Finding) -> list[str]:
     if f.location:
         head += f" [dim]({escape(f.location)})[/]"
     lines = [head]
-    if f.remediation:
-        lines.append(f"        [green]remediation:[/] {escape(f.remediation)}")
+    steps = f.remediation_steps if steps is None else steps
+    if steps:
+        lines += steps_lines(steps)
     return lines
 
 
@@ -300,12 +333,25 @@ def render_findings(findings: Sequence[Finding], out: Console, *, show_all: bool
         out.print("no findings", style="green")
         return
     shown: Counter[str] = Counter()
+    plans: dict[tuple[object, ...], list[Finding]] = {}
+    for f in findings:
+        if len(f.remediation_steps) > 1:
+            plans.setdefault(plan_key(f), []).append(f)
+    planned: set[tuple[object, ...]] = set()
     for f in findings:
         shown[f.kind] += 1
         if not show_all and shown[f.kind] > PER_KIND:
             continue
-        for line in finding_lines(f):
+        key = plan_key(f)
+        steps = None
+        if len(plans.get(key, ())) > 1:  # several copies of one transaction: one plan
+            steps = [] if key in planned else list(merged_steps(plans[key]))
+            planned.add(key)
+        for line in finding_lines(f, steps):
             out.print(line, highlight=False, soft_wrap=True)
+        if steps == []:
+            out.print("        [green]remediation:[/] the plan above (one for every copy)",
+                      highlight=False)
     hidden = {k: n - PER_KIND for k, n in shown.items() if not show_all and n > PER_KIND}
     for kind, n in hidden.items():
         out.print(f"(+{n} more {escape(kind)}; --all shows every finding)", style="dim")

@@ -28,7 +28,7 @@ from kafkatx.cli.analysis_options import (
 )
 from kafkatx.cli.now_option import NOW_HELP, default_now
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.cli.render import Col, FitTable, print_view_line
+from kafkatx.cli.render import Col, FitTable, print_view_line, steps_lines
 from kafkatx.cli.timeline_html import render_html
 from kafkatx.engines.inspection import inspect
 from kafkatx.engines.local import AnalysisOptions
@@ -101,9 +101,15 @@ def render_table(tl: Timeline, out: Console) -> None:
     for t in tl.transactions:
         for f in t.findings:
             if f.kind == "hanging_transaction" and f.remediation:
-                out.print(f"[bold red]hanging[/] {escape(t.transactional_id or '-')} "
-                          f"{escape(f.topic or '')}-{f.partition} from offset {f.offset}: "
-                          f"{escape(f.remediation)}", highlight=False, soft_wrap=True)
+                head = (f"[bold red]hanging[/] {escape(t.transactional_id or '-')} "
+                        f"{escape(f.topic or '')}-{f.partition} from offset {f.offset}")
+                if len(f.remediation_steps) == 1:
+                    out.print(f"{head}: {escape(f.remediation)}", highlight=False,
+                              soft_wrap=True)
+                    continue
+                out.print(head, highlight=False, soft_wrap=True)
+                for line in steps_lines(f.remediation_steps, indent="  "):
+                    out.print(line, highlight=False, soft_wrap=True)
     for note in tl.notes + _missing(tl):
         out.print(f"[dim]note: {escape(note)}[/]", highlight=False, soft_wrap=True)
 

@@ -52,10 +52,10 @@ def test_committed_hang_names_the_markers_and_what_an_abort_discards(sc: Scenari
     assert r is not None
     assert r.startswith(f"export the records first: kafkatx dump {sc.root / 'p-2'} "
                         "--producer-id 7101 --from-offset 1 --to-offset 3 --records "
-                        "--format jsonl > p-2-txn-7101-1.jsonl")
+                        "--format jsonl > p-2-txn-7101-1-broker.jsonl")
     assert "lagging replica" in r and "find-hanging --topic p --partition 2" in r
     assert "describe-producers --topic p --partition 2" in r
-    assert r.endswith("only then: " + ABORT_CMD.format("p", 2, 1))
+    assert r.endswith("only then abort it: " + ABORT_CMD.format("p", 2, 1))
     (pinned,) = of_kind(result.findings, "lso_pinned")
     assert pinned.remediation is not None
     assert pinned.remediation.startswith("the coordinator COMMITTED this transaction")

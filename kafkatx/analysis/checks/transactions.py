@@ -18,9 +18,11 @@ from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import duration as _duration
 
+BOOTSTRAP = "<broker:9092>"  # where the operator's cluster answers: theirs to fill in
+
 
 def abort_command(topic: str, partition: int, start_offset: int) -> str:
-    return ("kafka-transactions.sh --bootstrap-server <broker:9092> abort "
+    return (f"kafka-transactions.sh --bootstrap-server {BOOTSTRAP} abort "
             f"--topic {topic} --partition {partition} --start-offset {start_offset}")
 
 

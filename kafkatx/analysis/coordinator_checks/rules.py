@@ -18,8 +18,9 @@ view's. They get their transactional id here; none is reported twice.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
-from kafkatx.analysis.checks.transactions import abort_command
+from kafkatx.analysis.checks.transactions import BOOTSTRAP, abort_command
 from kafkatx.analysis.coordinator_transactions import (
     ABORT,
     COMMIT,
@@ -27,7 +28,7 @@ from kafkatx.analysis.coordinator_transactions import (
     OffsetCommit,
     tp_name,
 )
-from kafkatx.analysis.findings import ERROR, WARNING, Finding
+from kafkatx.analysis.findings import ERROR, WARNING, Finding, Step, steps_text
 from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
@@ -257,23 +258,28 @@ def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None,
         else:
             text += ("; in __consumer_offsets these are transactional offset commits: aborting "
                      "rolls the group's committed offsets back to its previous commit")
-    confirm = ("kafka-transactions.sh --bootstrap-server <broker:9092> find-hanging --topic "
-               f"{v.topic} --partition {v.partition}, and describe-producers --topic "
-               f"{v.topic} --partition {v.partition}")
+    tool = f"kafka-transactions.sh --bootstrap-server {BOOTSTRAP}"
+    where_args = f"--topic {v.topic} --partition {v.partition}"
     if t.last_data_offset < log_start:  # UnifiedLog#deleteOldSegments took all of it
-        first = (f"nothing to export from this copy: retention deleted records {span} (the log "
-                 f"starts at {log_start}); another replica or a backup may still hold them")
+        first = Step(f"nothing to export from this copy: retention deleted records {span} (the "
+                     f"log starts at {log_start}); another replica or a backup may still hold "
+                     "them")
     else:
         start = max(t.first_offset, log_start)
         gone = (f" (records below the log start {log_start} were deleted by retention)"
                 if start > t.first_offset else "")
-        first = (f"export the records first{gone}: kafkatx dump {f.location} --producer-id "
-                 f"{t.producer_id} --from-offset {start} --to-offset {t.last_data_offset} "
-                 f"--records --format jsonl > "
-                 f"{v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}.jsonl")
-    remediation = (f"{first}; confirm on the live cluster (this copy may come from a lagging "
-                   f"replica): {confirm}; only then: {f.remediation}")
-    return replace(f, message=f.message + text, remediation=remediation)
+        copy = Path(f.location).parent.name if f.location else "copy"
+        first = Step(f"export the records first{gone}",
+                     f"kafkatx dump {f.location} --producer-id {t.producer_id} --from-offset "
+                     f"{start} --to-offset {t.last_data_offset} --records --format jsonl > "
+                     f"{v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}"
+                     f"-{copy}.jsonl")
+    steps = (first,
+             Step("confirm on the live cluster that it hangs (this copy may come from a "
+                  "lagging replica)", f"{tool} find-hanging {where_args}"),
+             Step("see which producer holds it", f"{tool} describe-producers {where_args}"),
+             Step("only then abort it", f.remediation))
+    return replace(f, message=f.message + text, remediation=steps_text(steps), steps=steps)
 
 
 def committed_pointer(f: Finding) -> Finding:
@@ -281,9 +287,10 @@ def committed_pointer(f: Finding) -> Finding:
     points to the hanging finding's instead of a bare abort."""
     if f.remediation is None:
         return f
-    return replace(f, remediation="the coordinator COMMITTED this transaction: export and "
-                                  "confirm first, as hanging_transaction says; then: "
-                                  + f.remediation)
+    steps = (Step("the coordinator COMMITTED this transaction: export its records and "
+                  "confirm first, as hanging_transaction's steps say"),
+             Step("then abort it", f.remediation))
+    return replace(f, remediation=steps_text(steps), steps=steps)
 
 
 def describe_command(transactional_id: str | None) -> str:
