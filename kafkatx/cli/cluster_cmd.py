@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.cli.output import format_option, stderr_console, stdout_console
+from kafkatx.cli.output import format_option, glyph, stderr_console, stdout_console
 from kafkatx.engines.cluster_metadata import cluster_views
 from kafkatx.errors import KafkatxError
 
@@ -139,7 +139,8 @@ def render_cluster(c: dict[str, Any], out: Console, *, show_all: bool) -> None:
             t.add_row(f"{topic['topic']}-{p['partition']}", str(p["leader"]),
                       str(p["leader_epoch"]), _ids(p["isr"]), _ids(p["replicas"]), history)
         if not show_all and len(parts) > PARTITIONS_SHOWN:
-            t.add_row(f"[dim]… {len(parts) - PARTITIONS_SHOWN} more of {topic['topic']} "
+            more = glyph("…", "...")
+            t.add_row(f"[dim]{more} {len(parts) - PARTITIONS_SHOWN} more of {topic['topic']} "
                       "(--all)[/]", "", "", "", "", "")
     out.print(t)
 

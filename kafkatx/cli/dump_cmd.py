@@ -12,7 +12,7 @@ from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.render import Col, FitTable
 from kafkatx.errors import MissingPathError
 
@@ -123,7 +123,8 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
 
 def _short(v: Any, width: int = 60) -> str:
     s = "null" if v is None else str(v)
-    return s if len(s) <= width else s[: width - 1] + "…"
+    more = glyph("…", "...")
+    return s if len(s) <= width else s[: width - len(more)] + more
 
 
 def _batch_row(b: dict[str, Any]) -> list[str]:
@@ -159,8 +160,9 @@ def _record_rows(b: dict[str, Any]) -> list[list[str]]:
         if headers:
             text += f" headers={headers}"
         # Record lines sit under their batch: offset first, the content in the wide column.
-        rows.append([f"↳ {r['offset']}", "", "", "", "", "", "", "", iso_ms(r["timestamp"]), "",
-                     text])
+        under = glyph("↳", "->")
+        rows.append([f"{under} {r['offset']}", "", "", "", "", "", "", "",
+                     iso_ms(r["timestamp"]), "", text])
     return rows
 
 

@@ -18,6 +18,7 @@ from kafkatx.cli.exit_status import (
     output_format,
     write_error,
 )
+from kafkatx.cli.output import tolerate_any_encoding
 from kafkatx.errors import KafkatxError, MissingPathError
 
 VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     verbose = _verbosity(args)
     fmt = output_format(args)
+    tolerate_any_encoding()
     try:
         cli.main(args=argv, prog_name="kafkatx", standalone_mode=False)
     except click.exceptions.Abort:

@@ -19,6 +19,31 @@ def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[
     )
 
 
+def encodes(text: str, stream: TextIO | None = None) -> bool:
+    """Whether ``stream`` (stdout) can write ``text`` in its encoding."""
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def glyph(text: str, ascii_text: str) -> str:
+    """``text`` where stdout's encoding has it (UTF-8), else its ASCII stand-in."""
+    return text if encodes(text) else ascii_text
+
+
+def tolerate_any_encoding() -> None:
+    """A terminal or pipe whose encoding lacks a character (``PYTHONIOENCODING=ascii``, a
+    latin-1 locale) gets it as a backslash escape instead of an error: ``\\u2212`` stays
+    valid JSON."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and not encodes("\u2212\u21b3\u2026", stream):
+            reconfigure(errors="backslashreplace")
+
+
 def stdout_console() -> Console:
     # Piped or redirected tables keep every column whole instead of squeezing to 80 columns.
     width = None if sys.stdout.isatty() else 220

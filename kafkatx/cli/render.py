@@ -19,7 +19,7 @@ from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.restart_view import AFTER_RESTART, VIEW_LINES
 from kafkatx.analysis.timefmt import duration, iso_ms
-from kafkatx.cli.output import stderr_console, stdout_console
+from kafkatx.cli.output import glyph, stderr_console, stdout_console
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
 
@@ -209,7 +209,8 @@ def lso_table(reports: Sequence[PartitionReport], *, now_ms: int | None,
         columns.append(Col("log dir"))
     columns += [Col("log start", "right"), Col("LEO", "right"), Col("HW", "right"),
                 Col("LSO", "right"), Col("LSO source", give_way=10),
-                Col("HW−LSO", "right", give_way=11), Col("pending", "right", give_way=12)]
+                Col(glyph("HW−LSO", "HW-LSO"), "right", give_way=11),
+                Col("pending", "right", give_way=12)]
     if with_counts:
         columns += [Col("segs", "right", give_way=19), Col("size", "right", give_way=18),
                     Col("producers", "right", give_way=17), Col("commit", "right", give_way=14),

@@ -29,7 +29,7 @@ from kafkatx.cli.analysis_options import (
     engine_options,
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
@@ -230,7 +230,8 @@ def _blank(v: Any) -> Any:
 
 def _short(v: Any, width: int) -> str:
     s = "null" if v is None else str(v)
-    return s if len(s) <= width else s[: width - 1] + "…"
+    more = glyph("…", "...")
+    return s if len(s) <= width else s[: width - len(more)] + more
 
 
 def _status(r: ReplayedRecord) -> str:
