@@ -1,10 +1,11 @@
 """CLI conventions shared by every command: exit codes, offset ranges, ``--version``.
 
-Usage errors exit 2 (click's convention), data problems 1.
+Usage errors and evidence that cannot be analysed exit 2 (docs/README.md#exit-status).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,36 @@ def test_a_negative_partition_is_a_usage_error() -> None:
     """TopicPartition numbers are >= 0 (LocalLog#parseTopicPartitionName rejects others)."""
     proc = run("replay", LOGDIR, "--topic", "payments", "--partition", "-1")
     assert proc.returncode == 2 and "-1 is not in the range x>=0" in proc.stderr
+
+
+# one set of conventions (issue 26 item 5) -----------------------------------------------------
+
+
+def test_a_mistyped_command_gets_a_suggestion() -> None:
+    proc = run("inspct", LOGDIR)
+    assert proc.returncode == 2
+    assert "No such command 'inspct'. Did you mean 'inspect'?" in proc.stderr
+    assert "Did you mean" not in run("zzz", LOGDIR).stderr
+
+
+def test_global_options_after_the_command() -> None:
+    proc = run("lso", LOGDIR, "-v", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == run("-v", "lso", LOGDIR, "--format", "json").stdout
+
+
+def test_short_flags_mean_the_long_ones(tmp_path: Path) -> None:
+    assert run("lso", LOGDIR, "-f", "csv").stdout == run("lso", LOGDIR, "--format", "csv").stdout
+    short = run("replay", LOGDIR, "-t", "payments", "-p", "0", "-f", "jsonl")
+    long = run("replay", LOGDIR, "--topic", "payments", "--partition", "0", "--format", "jsonl")
+    assert short.returncode == 0 and short.stdout == long.stdout
+    proc = run("timeline", LOGDIR, "-f", "jsonl", "-o", tmp_path / "t.jsonl")
+    assert proc.returncode == 0 and (tmp_path / "t.jsonl").read_text()
+
+
+def test_shell_completion_knows_commands_and_options() -> None:
+    env_run = {"COMP_WORDS": "kafkatx inspect --transaction-t", "COMP_CWORD": "2",
+               "_KAFKATX_COMPLETE": "bash_complete"}
+    proc = subprocess.run([sys.executable, "-m", "kafkatx"], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env={**os.environ, **env_run})
+    assert "plain,--transaction-timeout-ms" in proc.stdout.splitlines(), proc.stderr

@@ -90,7 +90,7 @@ _ENGINE_OPTIONS = (
     click.option("--split-size", "split_size", callback=_size, default=None, metavar="SIZE",
                  help="Spark: bytes of segments per task (e.g. 64m, 256m; default 128m). Big "
                       "segments are split at batch starts from their .index."),
-    click.option("--output", "engine_output", default=None, metavar="PATH",
+    click.option("-o", "--output", "engine_output", default=None, metavar="PATH",
                  help="Also write the tabular results as Parquet into the new directory PATH "
                       "(outside the inspected paths): partitions.parquet and findings.parquet "
                       "(records.parquet for replay)."),

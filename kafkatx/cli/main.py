@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -75,6 +76,16 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module), attribute)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, with "did you mean" for a mistyped command."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint} (kafkatx --help lists them)")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """As click's listing, from the summaries above (no command module imported)."""
         names = self.list_commands(ctx)
@@ -102,12 +113,12 @@ def cli(ctx: click.Context, verbose: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; turn errors into one line and an exit code."""
-    args = sys.argv[1:] if argv is None else argv
+    args = global_options_first(sys.argv[1:] if argv is None else argv)
     verbose = _verbosity(args)
     fmt = output_format(args)
     tolerate_any_encoding()
     try:
-        cli.main(args=argv, prog_name="kafkatx", standalone_mode=False)
+        cli.main(args=args, prog_name="kafkatx", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("kafkatx: aborted", err=True)
         sys.exit(130)
@@ -138,6 +149,21 @@ def main(argv: list[str] | None = None) -> None:
                    "(run with -vv for the traceback and please report it)", err=True)
         write_error(fmt, INTERNAL, message, EXIT_INTERNAL)
         sys.exit(EXIT_INTERNAL)
+
+
+def global_options_first(args: list[str]) -> list[str]:
+    """``-v``/``-vv``/``--verbose`` anywhere on the line (``kafkatx inspect -v DIR`` as
+    ``kafkatx -v inspect DIR``): the global options are taken before the command."""
+    before: list[str] = []
+    rest: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            rest += args[i:]
+            break
+        verbose = arg == "--verbose" or (arg.startswith("-") and not arg.startswith("--")
+                                         and len(arg) > 1 and set(arg[1:]) == {"v"})
+        (before if verbose else rest).append(arg)
+    return before + rest
 
 
 def _verbosity(args: list[str]) -> int:

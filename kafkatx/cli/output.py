@@ -13,7 +13,7 @@ from rich.console import Console
 
 def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[[Any], Any]:
     return click.option(
-        "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+        "-f", "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
         help="Output format: a table for people, " + "/".join(c for c in choices if c != "table")
         + " for scripts.",
     )

@@ -43,8 +43,8 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 
 @click.command("replay")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--topic", required=True, help="Topic of the partition to replay.")
-@click.option("--partition", "partition", type=click.IntRange(min=0), required=True,
+@click.option("-t", "--topic", required=True, help="Topic of the partition to replay.")
+@click.option("-p", "--partition", "partition", type=click.IntRange(min=0), required=True,
               help="Partition number.")
 @click.option("--broker", default=None, metavar="LABEL",
               help="The copy to replay when the partition is in several log dirs: the log "

@@ -138,7 +138,7 @@ def _missing(tl: Timeline) -> list[str]:
 @transaction_state_partitions_option
 @after_restart_option
 @format_option(("table", "jsonl", "html"))
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
                                    "stdout; with --format html, one self-contained page.")
 @engine_options(output=False)
