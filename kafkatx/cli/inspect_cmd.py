@@ -21,6 +21,7 @@ from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, r
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.cli.render import (
     PER_KIND,
+    STUCK_HELP,
     Col,
     FitTable,
     human_size,
@@ -35,8 +36,10 @@ from kafkatx.cli.render import (
     render_findings,
     severity_counts,
     sorted_reports,
+    stuck,
     summary_text,
     table_footer,
+    worst_first,
 )
 from kafkatx.engines.base import Engine
 from kafkatx.engines.group_positions import analyze_groups
@@ -159,8 +162,9 @@ def inactive_dicts(result: Inspection) -> list[dict[str, object]]:
 @click.option("--all", "show_all", is_flag=True,
               help=f"Show every finding and every partition (tables show the first {PER_KIND} "
                    "findings of each kind and leave out empty partitions).")
+@click.option("--stuck", "only_stuck", is_flag=True, help=STUCK_HELP)
 @format_option(("table", "json"))
-def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
+def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool, only_stuck: bool,
                     analysis: AnalysisCliOptions) -> None:
     """The incident overview: partitions, transactions, LSO vs HW, and findings by severity.
 
@@ -201,10 +205,24 @@ def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     for cluster in clusters:
         render_cluster_summary(cluster, out)
     shown = [r for r in reports if show_all or not _empty(r)]
+    if only_stuck:
+        shown = [r for r in shown if stuck(r)]
+    left_out = 0
+    if not show_all:
+        shown, left_out = worst_first(shown, out)
     if shown:
         out.print()
+        if left_out:
+            out.print(f"the {len(shown)} worst of {len(shown) + left_out} partitions (the most "
+                      "records behind the LSO first):", highlight=False)
         lso_table(shown, now_ms=result.now_ms, with_counts=True).render(out)
         table_footer(shown, out)
+    if left_out:
+        out.print(f"{left_out} more partition(s) not shown; --all, --stuck or --format json "
+                  "shows them", style="dim", highlight=False)
+    if only_stuck:
+        out.print(f"{sum(not stuck(r) for r in reports)} partition(s) with the LSO at the HW "
+                  "not shown (--stuck)", style="dim", highlight=False)
     _hidden_note([r.topic for r in reports if not (show_all or not _empty(r))],
                  "empty partition dir(s)", out)
     comparisons = [c for c in result.replicas

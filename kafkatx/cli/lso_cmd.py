@@ -14,11 +14,13 @@ from kafkatx.analysis.replay_result import Transaction
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.output import format_option, stdout_console
 from kafkatx.cli.render import (
+    STUCK_HELP,
     lso_table,
     now_text,
     print_problems,
     print_view_line,
     sorted_reports,
+    stuck,
     table_footer,
 )
 
@@ -51,8 +53,10 @@ def csv_row(r: PartitionReport) -> dict[str, object]:
 @click.command("lso")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @analysis_options
+@click.option("--stuck", "only_stuck", is_flag=True, help=STUCK_HELP)
 @format_option(("table", "json", "csv"))
-def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) -> None:
+def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
+                analysis: AnalysisCliOptions) -> None:
     """The last stable offset (LSO) of every partition, and what holds it back.
 
     PATH may be a broker's log dir, a partition dir, or a folder of copies from several
@@ -62,6 +66,8 @@ def lso_command(paths: tuple[str, ...], fmt: str, analysis: AnalysisCliOptions) 
     """
     result = run_inspection(paths, replace(analysis, predict_restart=False))
     reports = sorted_reports(result.partitions)
+    if only_stuck and fmt == "table":
+        reports = [r for r in reports if stuck(r)]
     print_problems(result)
     if fmt == "json":
         rows = [{**r.lso_row(), "view": analysis.view} for r in reports]

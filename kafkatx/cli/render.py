@@ -245,6 +245,28 @@ def human_size(n: int) -> str:
     return str(n)
 
 
+STUCK_HELP = ("Only the partitions whose LSO is behind the HW in the table (read_committed "
+              "consumers stuck there); findings are still listed in full.")
+SCREENFUL_PIPED = 50  # rows of a partition table piped or redirected before it is summed up
+
+
+def stuck(report: PartitionReport) -> bool:
+    """The LSO is behind the HW: read_committed consumers stop short of the HW."""
+    return report.hw_minus_lso > 0
+
+
+def worst_first(reports: Sequence[PartitionReport], out: Console
+                ) -> tuple[list[PartitionReport], int]:
+    """More partitions than a screenful: the worst first (the most records behind the LSO,
+    then the most open transactions), as many as fit; and how many are left out."""
+    room = max(20, out.height - 12) if out.is_terminal else SCREENFUL_PIPED
+    if len(reports) <= room:
+        return list(reports), 0
+    ranked = sorted(reports, key=lambda r: (-r.hw_minus_lso, -len(r.open_transactions),
+                                            r.topic, r.partition))
+    return ranked[:room], len(reports) - room
+
+
 def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
     # KRaft keeps the metadata log's high watermark in memory, never in a checkpoint file
     unknown = [r for r in reports if r.high_watermark is None and r.topic != METADATA_TOPIC]
