@@ -76,6 +76,7 @@ def test_an_internal_error_exits_3_with_a_json_error() -> None:
             "@click.command('boom')\n@click.option('--format')\ndef boom(format):\n"
             "    raise RuntimeError('boom')\n"
             "main.cli.get_command = lambda ctx, name: boom\n"
+            "main.COMMANDS['boom'] = ('', '', 'boom')\n"
             "main.main(['boom', '--format', 'json'])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
