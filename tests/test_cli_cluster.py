@@ -153,15 +153,15 @@ def test_a_snapshot_that_disagrees_with_its_log_is_reported(tmp_path: Path) -> N
 
 def test_table_output_and_errors(tmp_path: Path) -> None:
     """The table names the release, the topics and each partition's leader epochs; a dir with
-    no metadata log is a one-line error, exit 1; a missing path or a negative offset is a usage
-    error, exit 2."""
+    no metadata log is evidence that cannot be analysed (a one-line error, exit 2, as a missing
+    path or a negative offset, the usage errors)."""
     proc = run("cluster", str(KRAFT))
     assert proc.returncode == 0, proc.stderr
     assert "metadata.version: 25 (4.0-IV3)" in proc.stdout
     assert "payments-0" in proc.stdout and "0:1@7 1:-1@81 2:1@138" in proc.stdout
     assert "topic orders deleted" in proc.stdout
     proc = run("cluster", str(tmp_path))
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no __cluster_metadata" in proc.stderr
     assert run("cluster", str(tmp_path / "missing")).returncode == 2  # usage errors
     assert run("cluster", "--as-of-offset", "-1", str(KRAFT)).returncode == 2
