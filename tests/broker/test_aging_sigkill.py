@@ -8,7 +8,7 @@ transactions of keyed records into a compacted topic and a topic with a short
 no committed record is lost (compacted: the last committed value of every key; retention: every
 committed record at or above the log start offset), no aborted record is visible, and what a
 read_committed consumer gets is what ``kafkatx replay`` predicts (read from a last restart
-whose retention check does not run meanwhile).
+whose retention check does not run meanwhile, once its cleaner's first round is done).
 """
 
 from __future__ import annotations
@@ -71,7 +71,12 @@ def test_sigkill_while_cleaning_and_deleting_loses_nothing_committed(serve: Serv
         assert proc.proc is not None
         proc.proc.kill()
         proc.proc.wait(10)
-    proc = serve("--transaction-abort-interval-ms", "200")
+    # The cleaner's first round runs at start, beside the requests (in slices): the consumer
+    # reads once it is done, and the next round is ten minutes away.
+    proc = serve("--transaction-abort-interval-ms", "200", "--log-cleaner-backoff-ms", "600000")
+    deadline = time.monotonic() + 15
+    while "cleaned aged-c-0" not in proc.stderr() and time.monotonic() < deadline:
+        time.sleep(0.05)
     aborted = {v for rows in history.values() for _, _, v, c in rows if not c}
     last = {t: max(o for o, _, _, c in rows if c) for t, rows in history.items()}
     got = {t: consume_rows(proc.bootstrap, t, last[t]) for t in CONFIGS}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatx.broker.logdir.log_cleaner import clean_log
+from kafkatx.broker.logdir.log_cleaner import CleanAborted, clean_log, clean_log_steps, run_steps
 from kafkatx.broker.logs.batch_header import split_batches
 from kafkatx.broker.logs.log_values import LogConfig
 from kafkatx.broker.logs.partition_log import PartitionLog
@@ -309,3 +309,28 @@ def test_a_clean_leaves_what_kafkas_rules_say(tmp_path_factory: pytest.TempPathF
     again.open()
     assert again.log_end_offset == log.log_end_offset
     again.close()
+
+
+def test_a_clean_aborts_when_the_log_is_truncated_under_it(tmp_path: Path) -> None:
+    """``LogCleanerManager#abortAndPauseCleaning`` (``LogManager#truncateTo``): a clean run in
+    slices, the log truncated between two of them (a follower after a leader change), ends
+    without swapping anything in: no ``.cleaned`` or ``.swap`` file is left, the truncated
+    segments are as the truncation left them, and a clean run afterwards completes."""
+    log = new_log(tmp_path / "t-0", segment_bytes=400)
+    for i in range(12):
+        log.append_as_leader(build_batch(
+            [Record(offset=j, timestamp=T0, key=b"%d" % (j % 3), value=b"v%d" % i)
+             for j in range(4)]), T0)
+    assert len(log.segments) > 3
+    upper = log.segments[-1].base_offset
+    steps = clean_log_steps(log, 0, upper, LARGE)
+    next(steps)
+    steps.send(None)
+    log.truncate_to(log.segments[2].base_offset + 1)
+    files_after_truncation = sorted(p.name for p in (tmp_path / "t-0").iterdir())
+    with pytest.raises(CleanAborted):
+        run_steps(steps)
+    assert sorted(p.name for p in (tmp_path / "t-0").iterdir()) == files_after_truncation
+    assert clean(log, 0, LARGE) > 0
+    assert not list((tmp_path / "t-0").glob("*.cleaned")) + list(
+        (tmp_path / "t-0").glob("*.swap"))

@@ -30,6 +30,7 @@ from kafkatx.broker.context import ClusterView, RequestContext
 from kafkatx.broker.faults import reject_response
 from kafkatx.broker.kraft.producer_ids import ProducerIdManager
 from kafkatx.broker.log_loader import LoadProgress
+from kafkatx.broker.logdir.log_cleaner import CleanResult, run_steps_in_slices
 from kafkatx.broker.logdir.log_manager import kafka_uuid, random_topic_id
 from kafkatx.broker.logs.partition_log import fsync_files
 from kafkatx.broker.protocol.coordinator_routing import (
@@ -292,14 +293,20 @@ class Broker:
         backoff = self.config.cleaner_backoff_ms / 1000
         while True:
             cleaned = None
+            started = time.monotonic()
             try:
-                cleaned = self.cleaner.clean_filthiest(self.now_ms())
+                result = await run_steps_in_slices(
+                    self.cleaner.clean_filthiest_steps(self.now_ms()))
+                cleaned = result if isinstance(result, CleanResult) else None
             except OSError as exc:
                 self.warn(f"log cleaner failed: {exc}")
+            if self.cleaner.aborted:
+                self.warn(f"log cleaner: {self.cleaner.aborted}; the clean is abandoned")
             if cleaned is not None:
                 self.log(f"cleaned {cleaned.topic}-{cleaned.partition} offsets "
                          f"[{cleaned.first_dirty_offset}, {cleaned.end_offset}): "
-                         f"{cleaned.segments_before} -> {cleaned.segments_after} segments")
+                         f"{cleaned.segments_before} -> {cleaned.segments_after} segments "
+                         f"in {time.monotonic() - started:.2f} s")
                 await asyncio.sleep(0)
             else:
                 await asyncio.sleep(backoff)
