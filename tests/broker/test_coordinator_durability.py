@@ -12,10 +12,12 @@ committed records only, every one of them.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kafkatx.semantics.coordinator_partition import partition_for
 from kafkatx.testing import KafkaBroker
@@ -26,7 +28,7 @@ from tests.broker.test_cluster import (
     running_port,
     wait_for,
 )
-from tests.broker.wire import WireClient, request
+from tests.broker.wire import WireClient, entity, request
 
 TOPIC = "durable"
 
@@ -86,5 +88,55 @@ def test_an_end_txn_the_isr_lacks_is_not_confirmed_and_is_decided_once(
         first = [f"first-{p}".encode() for p in range(3)] if decision == "commit" else []
         assert sorted(got) == sorted(first + [f"second-{p}".encode() for p in range(3)])
         del producer
+    finally:
+        cluster.kill()
+
+
+def _commit_offset(port: int, group: str, offset: int) -> ErrorCode:
+    part = entity(8, 2, "OffsetCommitRequestPartition", partition_index=0,
+                  committed_offset=offset, committed_metadata=None)
+    topic = entity(8, 2, "OffsetCommitRequestTopic", name=TOPIC, partitions=(part,))
+    with WireClient(port, timeout_s=30) as client:
+        answer = client.call(request(8, 2, group_id=group, generation_id_or_member_epoch=-1,
+                                     member_id="", retention_time=datetime.timedelta(
+                                         milliseconds=-1), topics=(topic,)))
+    return answer.topics[0].partitions[0].error_code
+
+
+def _fetch_offset(port: int, group: str) -> int:
+    wanted = entity(9, 1, "OffsetFetchRequestTopic", name=TOPIC, partition_indexes=(0,))
+    with WireClient(port) as client:
+        answer = client.call(request(9, 1, group_id=group, topics=(wanted,)))
+    assert answer.topics, answer
+    return answer.topics[0].partitions[0].committed_offset
+
+
+def test_an_offset_commit_the_isr_lacks_is_refused_and_never_served(tmp_path: Path) -> None:
+    """``GroupMetadataManager#storeOffsets``: an offset commit is applied only in the callback
+    of a write the ISR has; one the ISR does not take is COORDINATOR_NOT_AVAILABLE
+    (``maybeConvertOffsetCommitError``) and ``failPendingOffsetWrite`` drops it, so OffsetFetch
+    keeps answering the last replicated offset, on this coordinator and, once it is killed,
+    on the next."""
+    ck = pytest.importorskip("confluent_kafka")
+    cluster = _start(tmp_path, ck)
+    try:
+        group = "durable-group"
+        with WireClient(cluster.ports[0]) as client:
+            found = client.call(request(10, 1, key=group, key_type=0))
+        coordinator = found.node_id
+        port = cluster.ports[coordinator - 1]
+        assert _commit_offset(port, group, 5) == ErrorCode.none
+        for other in (n for n in (1, 2, 3) if n != coordinator):
+            cluster.cut_replication(coordinator, other)
+        assert _commit_offset(port, group, 9) == ErrorCode.coordinator_not_available
+        assert _fetch_offset(port, group) == 5
+        cluster.kill_broker(coordinator)
+        cluster.clear_faults()
+        survivor = running_port(cluster, {coordinator})
+        wait_for(lambda: partition_states(survivor, "__consumer_offsets")[
+            partition_for(group)].leader_id not in (-1, coordinator), 15.0, "a new coordinator")
+        new_port = cluster.ports[partition_states(survivor, "__consumer_offsets")[
+            partition_for(group)].leader_id - 1]
+        assert _fetch_offset(new_port, group) == 5
     finally:
         cluster.kill()

@@ -65,6 +65,9 @@ class GroupCoordinator(GroupMembership, GroupOffsetsAndAdmin):
         self.owned: set[int] = set()  # --brokers N: the __consumer_offsets partitions led here
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self._closed = False
+        # --brokers N: the offset commits each request task made, undone if the ISR does not
+        # take them (GroupMetadataManager#storeOffsets applies a commit only once replicated).
+        self._unreplicated: dict[asyncio.Task[object], list[Callable[[], None]]] = {}
 
     @staticmethod
     def partition_for(group_id: str) -> int:
@@ -146,12 +149,50 @@ class GroupCoordinator(GroupMembership, GroupOffsetsAndAdmin):
             result.update({tp: offset_commit_error(exc.error) for tp in valid})
             return result
         committed = {tp: CommitRecord(appended.first_offset, o) for tp, o in valid.items()}
+        target = (group.pending_txn_offsets.setdefault(producer_id, {}) if transactional
+                  else group.offsets)
+        self._until_replicated(target, committed)
         if transactional:
             group.prepare_txn_offset_commit(producer_id, committed)
         else:
             group.offsets.update(committed)
         result.update({tp: ErrorCode.none for tp in valid})
         return result
+
+    def _until_replicated(self, target: dict[TopicPartition, CommitRecord],
+                          committed: Mapping[TopicPartition, CommitRecord]) -> None:
+        """With ``--brokers N``, remember how to take ``committed`` back out of ``target``
+        (the group's offsets or a producer's pending ones) should the ISR not take the write:
+        ``storeOffsets``' callback then ``failPendingOffsetWrite`` /
+        ``failPendingTxnOffsetCommit``, so an offset the ISR lacks is never served."""
+        if self.broker.cluster is None:
+            return
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return
+        if task is None:
+            return
+        before = {tp: target.get(tp) for tp in committed}
+
+        def undo() -> None:
+            for tp, record in committed.items():
+                if target.get(tp) is record:
+                    previous = before[tp]
+                    if previous is None:
+                        del target[tp]
+                    else:
+                        target[tp] = previous
+
+        self._unreplicated.setdefault(task, []).append(undo)
+
+    def settle_writes(self, replicated: bool) -> None:
+        """The current request's writes are in the ISR, or not (then undone)."""
+        task = asyncio.current_task()
+        undos = self._unreplicated.pop(task, []) if task is not None else []
+        if not replicated:
+            for undo in reversed(undos):
+                undo()
 
     # -- loading --------------------------------------------------------------------------------
 

@@ -196,6 +196,14 @@ class TransactionCoordinator(TransactionCompletion):
         for txn_id in [t for t in self.cache if self.partition_for(t) == partition]:
             del self.cache[txn_id]
 
+    async def close(self) -> None:
+        """The broker stops (or is killed): nothing of this coordinator runs on, no marker or
+        record is written after it (a killed broker's successor completes what it left)."""
+        for task in list(self._delayed_tasks):
+            task.cancel()
+        await asyncio.gather(*self._delayed_tasks, return_exceptions=True)
+        await self.durability.close()
+
     def owns(self, transactional_id: str) -> bool:
         """Whether this broker coordinates ``transactional_id`` (always, outside a cluster)."""
         return (self.broker.cluster is None

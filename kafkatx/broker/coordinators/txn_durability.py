@@ -108,10 +108,13 @@ class TxnDurability:
             action()
             return
         entry[1].add_done_callback(
-            lambda done: action() if done.result() == ErrorCode.none else None)
+            lambda done: action() if not done.cancelled() and done.result() == ErrorCode.none
+            else None)
 
     def take(self, transactional_id: str) -> asyncio.Future[ErrorCode] | None:
-        """The verdict of the write the current request made for ``transactional_id``."""
+        """The verdict of the write the current request made for ``transactional_id`` (to be
+        awaited shielded: a request cancelled with its connection must not cancel the markers
+        waiting on it)."""
         entry = self._verdicts.get(transactional_id)
         if entry is None or entry[0] is not asyncio.current_task():
             return None
@@ -132,7 +135,8 @@ class TxnDurability:
             self.broker.warn(f"transactional id {md.transactional_id}: {state.kafka_name} not "
                              f"replicated to the ISR ({error.name}); the transition is undone "
                              f"and the client told {append_error(error).name}")
-        verdict.set_result(append_error(error))
+        if not verdict.done():
+            verdict.set_result(append_error(error))
 
     async def marker_replicated(self, tp: TopicPartition) -> ErrorCode:
         """``WriteTxnMarkers``' acks=-1: the marker just written to ``tp``'s leader is in its

@@ -11,6 +11,7 @@ coordinator wrote (``TransactionStateManager#appendTransactionToLog`` and
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -31,6 +32,7 @@ GROUP_APIS = {8: "group_id", 9: "group_id", 11: "group_id", 12: "group_id", 13: 
 TRANSACTION_APIS = {22: "transactional_id", 24: "transactional_id", 25: "transactional_id",
                     26: "transactional_id"}
 OFFSET_FETCH = 9
+GROUP_READS = {OFFSET_FETCH, 12}  # OffsetFetch and Heartbeat write nothing
 COORDINATOR_WRITE_TIMEOUT_S = 5.0  # how long an answer waits for the ISR to have the records
 
 
@@ -63,8 +65,8 @@ async def await_coordinator_replication(broker: BrokerContext, ctx: RequestConte
     most ``COORDINATOR_WRITE_TIMEOUT_S``; returns the error the client gets instead of the
     handler's answer when it is not (NONE: answer as the handler did). A transaction
     coordinator's write that does not become durable is undone
-    (:mod:`kafkatx.broker.coordinators.txn_durability`); a group coordinator's stays in its
-    state (Kafka's would not: the client's retry writes it again)."""
+    (:mod:`kafkatx.broker.coordinators.txn_durability`); so are a group coordinator's offset
+    commits (its group metadata stays: the client's retry writes it again)."""
     if broker.cluster is None:
         return ErrorCode.none
     key = ctx.api_key
@@ -75,21 +77,24 @@ async def await_coordinator_replication(broker: BrokerContext, ctx: RequestConte
                                            for t in getattr(request, "transactions", ())]
         for ident in txn_ids:
             verdict = broker.transactions.durability.take(ident)
-            error = ErrorCode.none if verdict is None else await verdict
+            error = ErrorCode.none if verdict is None else await asyncio.shield(verdict)
             if error != ErrorCode.none:
                 return error
         return ErrorCode.none
-    if key not in GROUP_APIS:
-        return ErrorCode.none
+    if key not in GROUP_APIS or key in GROUP_READS:
+        return ErrorCode.none  # Kafka's reads wait for nothing: OffsetFetch serves the applied
     ident = getattr(request, GROUP_APIS[key], None)
     if not ident:
+        broker.groups.settle_writes(replicated=True)
         return ErrorCode.none
     part = broker.replicas.leader_partition(GROUP_METADATA_TOPIC,
                                             partition_for(ident, INTERNAL_PARTITIONS))
     if part is None or part.log.high_watermark >= part.log.log_end_offset:
+        broker.groups.settle_writes(replicated=part is not None)
         return ErrorCode.none
     error = await broker.replicas.wait_for_replication(part, part.log.log_end_offset,
                                                       COORDINATOR_WRITE_TIMEOUT_S)
+    broker.groups.settle_writes(replicated=error == ErrorCode.none)
     if error == ErrorCode.none:
         return error
     broker.warn(f"{part.log.name}: coordinator records not replicated to the ISR "

@@ -352,6 +352,7 @@ class Broker:
         self.stopping.set()
         await self.replicas.shutdown()
         await self.txn_verifier.close()
+        await self.transactions.close()
         if self._server is not None:
             self._server.close()
         for task in self._tasks:
