@@ -71,6 +71,8 @@ KINDS: dict[str, FindingKind] = {
         ERROR, "copies hold different batches where their logs agree by leader epoch"),
     "replica_marker_mismatch": FindingKind(
         ERROR, "a transaction open on one copy has its marker on another"),
+    "replica_outcome_mismatch": FindingKind(
+        ERROR, "a transaction is committed on one copy and aborted on another"),
     # The transaction coordinator (__transaction_state)
     "invalid_coordinator_record": FindingKind(
         ERROR, "a __transaction_state record that does not decode or Kafka would not write"),

@@ -20,6 +20,7 @@ from kafkatx.analysis.findings import ERROR, INFO, WARNING, Finding
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replica_authority import ReplicaSet, position, replica_sets
 from kafkatx.errors import UnreadableFileError
+from kafkatx.formats.batch_layout import TRANSACTIONAL_FLAG
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.semantics.leader_epochs import truncation_offset
@@ -40,11 +41,13 @@ class _Batches:
     crc: np.ndarray
     pid: np.ndarray
     control: np.ndarray  # ControlType id, -1 for data
+    txn: np.ndarray  # the transactional attribute
 
     @classmethod
     def of(cls, pdir: PartitionDir, problems: list[str]) -> _Batches:
         cols: dict[str, list[np.ndarray]] = {k: [] for k in
-                                             ("base", "last", "epoch", "crc", "pid", "control")}
+                                             ("base", "last", "epoch", "crc", "pid", "control",
+                                              "txn")}
         for seg in pdir.segments:
             if seg.log is None:
                 continue
@@ -61,6 +64,7 @@ class _Batches:
             cols["crc"].append(h.crc)
             cols["pid"].append(h.producer_id)
             cols["control"].append(scan.control_type)
+            cols["txn"].append((h.attributes & TRANSACTIONAL_FLAG) != 0)
         joined = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
         return cls(**joined)
 
@@ -161,6 +165,7 @@ def _compare(topic: str, partition: int, dirs: list[PartitionDir], leader_dir: P
         out.findings.extend(_divergence(topic, partition, leader, c, batches[c.path]))
         out.findings.extend(_prefix_mismatch(topic, partition, leader, lb, c, batches[c.path], t))
         out.findings.extend(_marker_mismatch(topic, partition, leader, lb, c, batches[c.path], t))
+        out.findings.extend(_outcome_mismatch(topic, partition, leader, lb, c, batches[c.path]))
     return out
 
 
@@ -260,6 +265,50 @@ def _marker_mismatch(topic: str, partition: int, leader: ReplicaCopy, lb: _Batch
                 f"{holder.broker} (its LSO {holder.last_stable_offset}: read_committed "
                 f"consumers stop there) but {other.broker} has its {what} marker at offset "
                 f"{mark[0]}: {fate}", ERROR, producer_id=pid))
+    return out
+
+
+def _decided(b: _Batches) -> dict[tuple[int, int], tuple[int, int]]:
+    """(producer id, first offset) of every transaction a marker ended on this copy -> (marker
+    offset, control type)."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    first: dict[int, int] = {}
+    for off, pid, ctl, txn in zip(b.base.tolist(), b.pid.tolist(), b.control.tolist(),
+                                  b.txn.tolist(), strict=True):
+        if ctl in (ControlType.COMMIT, ControlType.ABORT):
+            if pid in first:
+                out[(pid, first.pop(pid))] = (off, ctl)
+        elif ctl < 0 and txn and pid >= 0:
+            first.setdefault(pid, off)
+    return out
+
+
+def _outcome_mismatch(topic: str, partition: int, leader: ReplicaCopy, lb: _Batches,
+                      c: ReplicaCopy, cb: _Batches) -> list[Finding]:
+    """The same transaction (a producer's batches from the same first offset) ended by a COMMIT
+    marker on one copy and an ABORT marker on the other, wherever the markers lie (below the
+    truncation point or in a divergent tail): the transaction was decided twice, e.g. an end
+    confirmed by a coordinator whose records and markers never reached the ISR, then decided
+    again after a failover. Kafka decides a transaction once
+    (``TransactionStateManager#appendTransactionToLog`` with acks=-1), so replicas never
+    disagree on an outcome."""
+    out = []
+    theirs = _decided(cb)
+    for (pid, first), (mark, ctl) in sorted(_decided(lb).items()):
+        other = theirs.get((pid, first))
+        if other is None or other[1] == ctl:
+            continue
+        committed, aborted = ((leader, mark), (c, other[0])) if ctl == ControlType.COMMIT \
+            else ((c, other[0]), (leader, mark))
+        out.append(_finding(
+            "replica_outcome_mismatch", topic, partition, first,
+            f"producer {pid}'s transaction from offset {first} is committed on "
+            f"{committed[0].broker} (COMMIT marker at offset {committed[1]}) and aborted on "
+            f"{aborted[0].broker} (ABORT marker at offset {aborted[1]}): it was decided twice "
+            "(a coordinator's decision that never reached the ISR, then a failover), so "
+            f"read_committed consumers of {committed[0].broker} receive records "
+            f"{aborted[0].broker} says were aborted; {leader.broker}'s copy, the newest "
+            "leader's, is what followers take", ERROR, producer_id=pid))
     return out
 
 

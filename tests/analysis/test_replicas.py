@@ -20,7 +20,8 @@ from kafkatx.semantics.leader_epochs import EpochCache, truncation_offset
 from tests.analysis.logdirs import T0, LogDirBuilder, PartitionBuilder
 
 REPLICA_KINDS = {"replica_lagging", "replica_divergence", "replica_lost_committed_records",
-                 "replica_content_mismatch", "replica_marker_mismatch"}
+                 "replica_content_mismatch", "replica_marker_mismatch",
+                 "replica_outcome_mismatch"}
 
 
 def run(*args: str | Path, expect: int = 0) -> str:
@@ -200,6 +201,34 @@ def test_a_marker_on_the_old_leader_only(tmp_path: Path) -> None:
     assert lso == {"broker-1": 0, "broker-2": 0}
     assert "unreplicated" in mismatch["message"] and "divergent tail (from 2)" in \
         mismatch["message"]
+
+
+def test_an_abort_on_one_copy_and_a_commit_on_the_other(tmp_path: Path) -> None:
+    """Issue 25's failover: broker-1, leader and coordinator in epoch 0, wrote producer 7's
+    ABORT marker at 2 (the abort was confirmed) but never replicated it; broker-2 became
+    leader in epoch 1 without it, the producer's next transaction went on from the same first
+    offset and its COMMIT at 4 committed the aborted records too. Both copies have an ended
+    transaction from offset 0, so neither is open anywhere; the comparison reports the two
+    outcomes (and the divergence), where before it reported the divergence only."""
+    b1, p1 = broker(tmp_path, "broker-1")
+    append(p1, 0, 2, pid=7, txn=True, tag="aborted")
+    append(p1, 0, pid=7, marker=ControlType.ABORT)
+    p1.hw(2)
+    b1.build()
+    b2, p2 = broker(tmp_path, "broker-2")
+    append(p2, 0, 2, pid=7, txn=True, tag="aborted")
+    append(p2, 1, 2, pid=7, txn=True, tag="next")
+    append(p2, 1, pid=7, marker=ControlType.COMMIT)
+    b2.build()
+    doc = inspect(tmp_path)
+    assert roles(doc) == {"broker-2": ("authoritative", None), "broker-1": ("diverged", 2)}
+    kinds = {f["kind"]: f for f in replica_findings(doc)}
+    assert set(kinds) == {"replica_divergence", "replica_outcome_mismatch"}
+    outcome = kinds["replica_outcome_mismatch"]
+    assert (outcome["severity"], outcome["producer_id"], outcome["offset"]) == ("error", 7, 0)
+    assert "committed on broker-2 (COMMIT marker at offset 4)" in outcome["message"]
+    assert "aborted on broker-1 (ABORT marker at offset 2)" in outcome["message"]
+    assert not json.loads(run("verify", tmp_path, "--format", "json", expect=1))["ok"]
 
 
 def test_different_batches_where_the_copies_agree_by_epoch(tmp_path: Path) -> None:
