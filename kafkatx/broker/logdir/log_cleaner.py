@@ -232,7 +232,7 @@ class LogCleaner:
                                      first_dirty_offset=ltc.first_dirty_offset,
                                      end_offset=end, segments_before=before,
                                      segments_after=len(log.segments))
-        self.logs.cleanup_logs(now_ms, compacted=True)
+        yield from self.logs.cleanup_logs_steps(now_ms, compacted=True)
         return result
 
 

@@ -23,7 +23,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -569,17 +569,31 @@ class LogManager:
                 [EpochEntry(epoch=log.leader_epoch, start_offset=log.log_start_offset)]))
 
     def cleanup_logs(self, now_ms: int, *, compacted: bool = False) -> int:
+        """The whole of :meth:`cleanup_logs_steps` at once."""
+        from kafkatx.broker.logdir.log_cleaner import run_steps
+
+        deleted = run_steps(self.cleanup_logs_steps(now_ms, compacted=compacted))
+        assert isinstance(deleted, int)
+        return deleted
+
+    def cleanup_logs_steps(self, now_ms: int, *, compacted: bool = False
+                           ) -> Generator[None, object, int]:
         """``LogManager#cleanupLogs``: ``UnifiedLog#deleteOldSegments`` on every log whose
         cleanup.policy lacks compact (``compacted``: on those with compact instead, as the log
         cleaner does after each round, ``LogCleanerManager#deletableLogs``); the log start
-        offsets are checkpointed when one moved. Returns the number of segments deleted."""
+        offsets are checkpointed when one moved. Returns the number of segments deleted. Stops
+        after each log (the event loop may serve requests then: a log deleted meanwhile is
+        skipped)."""
         deleted = 0
         for log in list(self.all_logs()):
-            if log.config.compact != compacted:
-                continue
+            topic = self.topics.get(log.topic)
+            if log.config.compact != compacted or topic is None or \
+                    topic.logs.get(log.partition) is not log:
+                continue  # deleted while an earlier log was cleaned up
             before = log.log_start_offset
             deleted += log.delete_old_segments(now_ms)
             self._truncate_epoch_cache_from_start(log, before)
+            yield None
         if deleted:
             self.checkpoint_log_start_offsets()
         return deleted

@@ -281,7 +281,7 @@ class Broker:
         while True:
             await asyncio.sleep(every)
             try:
-                deleted = self.logs.cleanup_logs(self.now_ms())
+                deleted = await run_steps_in_slices(self.logs.cleanup_logs_steps(self.now_ms()))
                 if deleted:
                     self.log(f"retention deleted {deleted} log segment(s)")
             except OSError as exc:
