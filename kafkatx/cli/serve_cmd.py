@@ -44,6 +44,14 @@ def _parse_faults(ctx: click.Context, param: click.Parameter,
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _global_verbose() -> bool:
+    """``kafkatx serve --verbose``: the CLI takes ``--verbose`` anywhere on the line as the
+    global option, so serve's own flag arrives there."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and (root.obj or {}).get("verbose", 0))
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (loopback unless you mean it).")
@@ -200,7 +208,7 @@ def serve_command(host: str, port: int, log_dir: Path, num_partitions: int, auto
                           cleaner_backoff_ms=log_cleaner_backoff_ms,
                           offsets_topic_segment_bytes=offsets_topic_segment_bytes,
                           transaction_state_segment_bytes=transaction_state_segment_bytes,
-                          node_id=node_id, verbose=verbose,
+                          node_id=node_id, verbose=verbose or _global_verbose(),
                           transaction_max_timeout_ms=transaction_max_timeout_ms,
                           transaction_abort_interval_ms=transaction_abort_interval_ms,
                           transactional_id_expiration_ms=transactional_id_expiration_ms,

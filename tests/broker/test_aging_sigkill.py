@@ -71,11 +71,13 @@ def test_sigkill_while_cleaning_and_deleting_loses_nothing_committed(serve: Serv
         assert proc.proc is not None
         proc.proc.kill()
         proc.proc.wait(10)
-    # The cleaner's first round runs at start, beside the requests (in slices): the consumer
-    # reads once it is done, and the next round is ten minutes away.
-    proc = serve("--transaction-abort-interval-ms", "200", "--log-cleaner-backoff-ms", "600000")
-    deadline = time.monotonic() + 15
-    while "cleaned aged-c-0" not in proc.stderr() and time.monotonic() < deadline:
+    # The cleaner's rounds run at start, beside the requests (in slices): the consumer reads
+    # once the cleaner has nothing more to clean, and its next round is ten minutes away.
+    proc = serve("--transaction-abort-interval-ms", "200", "--log-cleaner-backoff-ms", "600000",
+                 "--verbose")
+    deadline = time.monotonic() + 60
+    while "log cleaner: nothing to clean" not in proc.stderr():
+        assert time.monotonic() < deadline, proc.stderr()[-3000:]
         time.sleep(0.05)
     aborted = {v for rows in history.values() for _, _, v, c in rows if not c}
     last = {t: max(o for o, _, _, c in rows if c) for t, rows in history.items()}

@@ -291,6 +291,7 @@ class Broker:
         """``LogCleaner.CleanerThread#doWork``: clean the filthiest compacted log, again at once
         while there was one, else after ``log.cleaner.backoff.ms``."""
         backoff = self.config.cleaner_backoff_ms / 1000
+        idle = False
         while True:
             cleaned = None
             started = time.monotonic()
@@ -308,7 +309,12 @@ class Broker:
                          f"{cleaned.segments_before} -> {cleaned.segments_after} segments "
                          f"in {time.monotonic() - started:.2f} s")
                 await asyncio.sleep(0)
+                idle = False
             else:
+                if not idle and self.config.verbose:
+                    self.log(f"log cleaner: nothing to clean; next round in "
+                             f"{self.config.cleaner_backoff_ms} ms")
+                idle = True
                 await asyncio.sleep(backoff)
 
     async def _checkpoint_loop(self) -> None:
