@@ -117,6 +117,8 @@ async def run_steps_in_slices(steps: Generator[Step, object, object],
             step = steps.send(result)
     except StopIteration as done:
         return done.value
+    finally:
+        steps.close()  # cancelled (the broker stops): the clean undoes its files at once
 
 
 class _Guard:
@@ -307,30 +309,25 @@ def _clean_segments(log: PartitionLog, bases: list[int], offset_map: OffsetMap,
         stale.unlink()
     writer = PartitionWriter(log.dir, segment_bytes=1 << 62, file_suffix=CLEANED_SUFFIX)
     writer.roll(first)
-    try:
+    try:  # aborted, or closed by a stopping broker: the .cleaned files go (Cleaner#cleanSegments)
         yield from _filter_group(log, bases, offset_map, transactions, active, upper, now_ms,
                                  writer, guard)
-    except CleanAborted:
+        writer.close()
+        if transactions.cleaned_index:
+            (log.dir / f"{first:020d}.txnindex{CLEANED_SUFFIX}").write_bytes(
+                build_txn_index(transactions.cleaned_index))
+        new_files = segment_files(log.dir, first, CLEANED_SUFFIX)
+        yield new_files
+        guard.check()
+    except BaseException:
         writer.close()
         for path in segment_files(log.dir, first, CLEANED_SUFFIX):
             path.unlink(missing_ok=True)
         raise
-    writer.close()
-    if transactions.cleaned_index:
-        (log.dir / f"{first:020d}.txnindex{CLEANED_SUFFIX}").write_bytes(
-            build_txn_index(transactions.cleaned_index))
-    new_files = segment_files(log.dir, first, CLEANED_SUFFIX)
-    yield new_files
     segments = {seg.base_offset: seg for seg in log.segments}
     modified = segments[bases[-1]].path.stat().st_mtime_ns
     for path in new_files:
         os.utime(path, ns=(modified, modified))
-    try:
-        guard.check()
-    except CleanAborted:
-        for path in new_files:
-            path.unlink(missing_ok=True)
-        raise
     crash_at(AFTER_CLEANED)
     _replace_segments(log, bases, new_files, list(transactions.cleaned_index), crash_at)
     guard.refresh()
