@@ -22,6 +22,31 @@ from kafkatx.engines.local import LocalEngine
 # from each partition's newest record (--now data), so they do not depend on that moment.
 os.environ.setdefault("KAFKATX_NOW", "data")
 
+def _close_kafka_pythons_failed_sockets() -> None:
+    """kafka-python 3.x leaves a socket open when its connect fails (``KafkaNetSocket.sock_connect``
+    in kafka/net/inet.py raises without closing it): a test whose broker is stopped or killed
+    leaks one per retry, and with warnings as errors their ResourceWarning later fails whatever
+    test the garbage collector runs in. Close the socket on the way out, as the library should."""
+    try:
+        from kafka.net.inet import KafkaNetSocket
+    except ImportError:  # kafka-python 2.x, or not installed
+        return
+    connect = KafkaNetSocket.sock_connect
+
+    async def sock_connect(self: Any, net: Any, sock: Any, sockaddr: Any,
+                           timeout_at: Any = None) -> Any:
+        try:
+            return await connect(self, net, sock, sockaddr, timeout_at=timeout_at)
+        except BaseException:
+            sock.close()
+            raise
+
+    KafkaNetSocket.sock_connect = sock_connect  # type: ignore[method-assign]
+
+
+_close_kafka_pythons_failed_sockets()
+
+
 SPARK_TEST_CONF = (("spark.sql.shuffle.partitions", "2"), ("spark.default.parallelism", "2"),
                    ("spark.ui.enabled", "false"),
                    ("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))

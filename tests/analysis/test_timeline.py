@@ -260,7 +260,7 @@ def test_dropped_marker_is_a_hanging_transaction(sc: Scenario) -> None:
         "p", 2, 1, 7101, 4)
     assert hang.transactional_id == "payments-writer" and hang.level == ERROR
     assert hang.remediation is not None
-    assert hang.remediation.endswith("only then: " + ABORT_CMD.format("p", 2, 1))
+    assert hang.remediation.endswith("only then abort it: " + ABORT_CMD.format("p", 2, 1))
     assert "the coordinator committed it" in hang.message
     assert "no COMMIT marker reached p-2" in hang.message and "holds the LSO at 1" in hang.message
     assert result.findings[0] == hang  # the headline

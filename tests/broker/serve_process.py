@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 45.0  # a loaded 2-core CI machine recovering a killed log dir
 STOP_TIMEOUT_S = 15.0
 
 

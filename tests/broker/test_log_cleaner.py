@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatx.broker.logdir.log_cleaner import CleanAborted, clean_log, clean_log_steps, run_steps
+from kafkatx.broker.logdir.log_cleaner import CleanAborted, clean_log, clean_log_steps
+from kafkatx.broker.logdir.work_steps import run_steps
 from kafkatx.broker.logs.batch_header import split_batches
 from kafkatx.broker.logs.log_values import LogConfig
 from kafkatx.broker.logs.partition_log import PartitionLog

@@ -21,7 +21,6 @@ files and ends without swapping anything or moving the checkpoint.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -29,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkatx.broker.logdir.work_steps import Step, Steps, run_steps
 from kafkatx.broker.logs.batch_header import BatchHeader, split_batches
 from kafkatx.broker.logs.files import fsync_dir
 from kafkatx.broker.logs.log_segment import LogSegment
-from kafkatx.broker.logs.partition_log import PartitionLog, fsync_files
+from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.logs.segment_swap import change_suffix, segment_files
 from kafkatx.formats.record_batch import Record, parse_batch
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
@@ -62,11 +62,6 @@ if TYPE_CHECKING:
 AFTER_CLEANED = "cleaned"
 AFTER_SWAP = "swap"
 
-#: What a clean yields between two pieces of work: None (the caller may serve other work
-#: now), files to fsync, or a computation on the clean's own data (the decoding and mapping
-#: of one big batch) whose result it is sent back; both may run in a worker thread.
-Step = list[Path] | Callable[[], object] | None
-Steps = Generator[Step, object, int]
 #: A batch with at least this many records is decoded in a worker thread (smaller ones are
 #: quicker in the event loop than a thread hand-off).
 THREAD_RECORDS = 64
@@ -74,51 +69,6 @@ THREAD_RECORDS = 64
 
 class CleanAborted(Exception):
     """The log changed under the clean (truncated, retention, deleted)."""
-
-
-def run_steps(steps: Generator[Step, object, object]) -> object:
-    """A clean run through at once (fsyncs and computations in this thread); its result."""
-    try:
-        step = next(steps)
-        while True:
-            result: object = None
-            if callable(step):
-                result = step()
-            elif step:
-                fsync_files(step)
-            step = steps.send(result)
-    except StopIteration as done:
-        return done.value
-
-
-#: While a clean runs the event loop serves other work at least this often.
-SLICE_S = 0.02
-
-
-async def run_steps_in_slices(steps: Generator[Step, object, object],
-                              slice_s: float = SLICE_S) -> object:
-    """A clean run in slices of at most about ``slice_s`` seconds, other connections served
-    between them, its fsyncs and big batches in a worker thread; its result."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    try:
-        step = next(steps)
-        while True:
-            result: object = None
-            if callable(step):
-                result = await asyncio.to_thread(step)
-                started = loop.time()
-            elif step:
-                await asyncio.to_thread(fsync_files, step)
-                started = loop.time()
-            elif loop.time() - started >= slice_s:
-                await asyncio.sleep(0)
-                started = loop.time()
-            step = steps.send(result)
-    except StopIteration as done:
-        return done.value
-    finally:
-        steps.close()  # cancelled (the broker stops): the clean undoes its files at once
 
 
 class _Guard:

@@ -35,6 +35,7 @@ from kafkatx.broker.config.dynamic import DynamicBrokerConfigs, topic_config_val
 from kafkatx.broker.kraft.controller import BROKER_RESOURCE, Controller
 from kafkatx.broker.kraft.metadata_log import METADATA_DIR, KRaftMetadataLog
 from kafkatx.broker.log_loader import LoadProgress
+from kafkatx.broker.logdir.epoch_start import truncate_epoch_cache_from_start
 from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.broker.logs.files import atomic_write, create_if_missing
 from kafkatx.broker.logs.log_values import AppendError, LogConfig
@@ -555,26 +556,8 @@ class LogManager:
                               "This server does not host this topic-partition.")
         before = log.log_start_offset
         low_watermark = log.delete_records_before(offset)
-        self._truncate_epoch_cache_from_start(log, before)
+        truncate_epoch_cache_from_start(log, before)
         return low_watermark
-
-    @staticmethod
-    def _truncate_epoch_cache_from_start(log: PartitionLog, before: int) -> None:
-        """``LeaderEpochFileCache#truncateFromStart`` once the log start offset moved past
-        ``before``: the one epoch now starts there."""
-        if log.log_start_offset > before and log.epochs is not None:
-            log.truncate_epochs_from_start()  # a replica of a --brokers N serve
-        elif log.log_start_offset > before:
-            atomic_write(log.dir / LEADER_EPOCH_CHECKPOINT_FILE, build_leader_epoch_checkpoint(
-                [EpochEntry(epoch=log.leader_epoch, start_offset=log.log_start_offset)]))
-
-    def cleanup_logs(self, now_ms: int, *, compacted: bool = False) -> int:
-        """The whole of :meth:`cleanup_logs_steps` at once."""
-        from kafkatx.broker.logdir.log_cleaner import run_steps
-
-        deleted = run_steps(self.cleanup_logs_steps(now_ms, compacted=compacted))
-        assert isinstance(deleted, int)
-        return deleted
 
     def cleanup_logs_steps(self, now_ms: int, *, compacted: bool = False
                            ) -> Generator[None, object, int]:
@@ -592,7 +575,7 @@ class LogManager:
                 continue  # deleted while an earlier log was cleaned up
             before = log.log_start_offset
             deleted += log.delete_old_segments(now_ms)
-            self._truncate_epoch_cache_from_start(log, before)
+            truncate_epoch_cache_from_start(log, before)
             yield None
         if deleted:
             self.checkpoint_log_start_offsets()

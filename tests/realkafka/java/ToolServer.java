@@ -7,6 +7,13 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.utils.Time;
 
 /**
  * Runs Kafka's command-line tools (TransactionsCommand, ConsumerGroupCommand, DumpLogSegments,
@@ -17,6 +24,10 @@ import java.nio.charset.StandardCharsets;
  * followed by the tool's stdout and stderr. Kafka's {@code Exit} procedures are replaced so a tool
  * that calls {@code Exit.exit} ends its request, not the JVM. {@code System.out} is swapped before
  * anything else runs, so Scala's {@code Console} (captured once) writes through it too.
+ *
+ * <p>TransactionsCommand never closes its admin client (the JVM's exit would): it runs through its
+ * own {@code execute} seam with an admin supplier that remembers the client, closed after the
+ * request, or every request would leave a client reconnecting to brokers long stopped.
  */
 public final class ToolServer {
     private static final class ExitCalled extends RuntimeException {
@@ -65,6 +76,39 @@ public final class ToolServer {
         exit.getMethod("setHaltProcedure", procedure).invoke(null, thrower);
     }
 
+    private static final String TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand";
+
+    private static void runTool(String className, String[] args) throws Throwable {
+        Class<?> tool = Class.forName(className);
+        if (!className.equals(TRANSACTIONS_COMMAND)) {
+            tool.getMethod("main", String[].class).invoke(null, (Object) args);
+            return;
+        }
+        Method build = tool.getDeclaredMethod("buildAdminClient",
+            Class.forName("net.sourceforge.argparse4j.inf.Namespace"));
+        build.setAccessible(true);
+        Method execute = tool.getDeclaredMethod("execute", String[].class, Function.class,
+            PrintStream.class, Time.class);
+        execute.setAccessible(true);
+        List<Admin> created = new ArrayList<>();
+        Function<Object, Admin> supplier = ns -> {
+            try {
+                Admin admin = (Admin) build.invoke(null, ns);
+                created.add(admin);
+                return admin;
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        try {
+            execute.invoke(null, args, supplier, System.out, Time.SYSTEM);
+        } finally {
+            for (Admin admin : created) {
+                admin.close(Duration.ZERO);
+            }
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
         PrintStream realOut = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true);
         Switch out = new Switch(OutputStream.nullOutputStream());
@@ -86,8 +130,7 @@ public final class ToolServer {
             err.target = capturedErr;
             int status = 0;
             try {
-                Method main = Class.forName(parts[0]).getMethod("main", String[].class);
-                main.invoke(null, (Object) args);
+                runTool(parts[0], args);
             } catch (InvocationTargetException e) {
                 Throwable cause = e.getCause();
                 if (cause instanceof ExitCalled) {
