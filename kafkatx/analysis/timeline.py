@@ -19,7 +19,7 @@ from kafkatx.analysis.coordinator_transactions import (
     TopicPartition,
     tp_name,
 )
-from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.partition_count import DEFAULT as DEFAULT_COUNT
 from kafkatx.analysis.replay_result import COMMITTED, OPEN
 from kafkatx.analysis.timefmt import iso_ms as iso
@@ -147,11 +147,15 @@ class TimelineTransaction:
 
 @dataclass(slots=True, kw_only=True)
 class Timeline:
-    """Every transaction kept, the partitions' lanes, and what evidence was missing."""
+    """Every transaction kept, the partitions' lanes, and what evidence was missing;
+    ``replica_findings``: where several brokers' copies of a shown partition disagree (the
+    replica comparison's findings, as ``inspect`` reports them: the lanes are the
+    authoritative copies')."""
 
     transactions: list[TimelineTransaction] = field(default_factory=list)
     lanes: list[Lane] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    replica_findings: list[Finding] = field(default_factory=list)
     now_ms: int = -1
     coordinator_partitions: list[int] = field(default_factory=list)
     num_partitions: int = 50
@@ -159,8 +163,32 @@ class Timeline:
     def to_dict(self) -> dict[str, object]:
         return {"transactions": [t.to_dict() for t in self.transactions],
                 "lanes": [lane.to_dict() for lane in self.lanes], "notes": list(self.notes),
+                "replica_findings": [f.to_dict() for f in self.replica_findings],
                 "now_ms": self.now_ms, "coordinator_partitions": self.coordinator_partitions,
                 "num_partitions": self.num_partitions}
+
+
+def add_replica_findings(tl: Timeline, findings: Iterable[Finding], *, only_shown: bool
+                         ) -> None:
+    """The replica comparison's findings (``only_shown``: on the partitions ``tl`` shows);
+    one about a transaction's records or marker (its producer, an offset in its range) is
+    also that transaction's."""
+    shown = {lane.tp for lane in tl.lanes}
+    for f in findings:
+        tp = (f.topic or "", f.partition if f.partition is not None else -1)
+        if only_shown and tp not in shown:
+            continue
+        tl.replica_findings.append(f)
+        if f.producer_id is None or f.offset is None:
+            continue
+        for t in tl.transactions:
+            if t.producer_id == f.producer_id and any(
+                    e.tp == tp and e.first_offset is not None
+                    and e.first_offset <= f.offset <= max(e.last_offset or e.first_offset,
+                                                          e.marker_offset or -1)
+                    for e in t.partitions):
+                t.findings.append(f)
+    tl.replica_findings = rank(tl.replica_findings)
 
 
 _ENTRY_STATUS = {HANGING: "hanging", PENDING: "open", UNKNOWN: "open", CLOSED: ""}

@@ -10,12 +10,17 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+_FORMAT_USES = {"table": "a table for people", "html": "a page for a browser"}
+
 
 def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[[Any], Any]:
+    scripts = "/".join(c for c in choices if c not in _FORMAT_USES)
+    uses = [_FORMAT_USES["table"]] if "table" in choices else []
+    uses += [f"{scripts} for scripts"] if scripts else []
+    uses += [f"html {_FORMAT_USES['html']}"] if "html" in choices else []
     return click.option(
         "-f", "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-        help="Output format: a table for people, " + "/".join(c for c in choices if c != "table")
-        + " for scripts.",
+        help="Output format: " + ", ".join(uses) + ".",
     )
 
 

@@ -28,7 +28,7 @@ from kafkatx.cli.analysis_options import (
 )
 from kafkatx.cli.now_option import NOW_HELP, default_now
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
-from kafkatx.cli.render import Col, FitTable, print_view_line, steps_lines
+from kafkatx.cli.render import Col, FitTable, finding_lines, print_view_line, steps_lines
 from kafkatx.cli.timeline_html import render_html
 from kafkatx.engines.inspection import inspect
 from kafkatx.engines.local import AnalysisOptions
@@ -110,6 +110,12 @@ def render_table(tl: Timeline, out: Console) -> None:
                 out.print(head, highlight=False, soft_wrap=True)
                 for line in steps_lines(f.remediation_steps, indent="  "):
                     out.print(line, highlight=False, soft_wrap=True)
+    if tl.replica_findings:
+        out.print("[bold]replicas[/]: where brokers' copies disagree (the rows above are the "
+                  "authoritative copies')", highlight=False, soft_wrap=True)
+        for f in tl.replica_findings:
+            for line in finding_lines(f):
+                out.print(line, highlight=False, soft_wrap=True)
     for note in tl.notes + _missing(tl):
         out.print(f"[dim]note: {escape(note)}[/]", highlight=False, soft_wrap=True)
 
@@ -141,12 +147,17 @@ def _missing(tl: Timeline) -> list[str]:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
                                    "stdout; with --format html, one self-contained page.")
+@click.option("--html", "html_page", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, metavar="FILE",
+              help="The HTML page into FILE: the Gantt chart, the findings and their "
+                   "remediation steps (short for --format html --output FILE).")
 @engine_options(output=False)
 def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
                      producer_ids: tuple[int, ...], since: int | None, until: int | None,
                      now: int | str | None, max_transaction_timeout_ms: int | None,
                      transaction_state_partitions: int | None, after_restart: bool, fmt: str,
-                     output: Path | None, engine: EngineCliOptions) -> None:
+                     output: Path | None, html_page: Path | None,
+                     engine: EngineCliOptions) -> None:
     """Every transaction, joined across its coordinator and data partitions.
 
     For each transaction (transactional id, producer id, epoch, start): the coordinator's
@@ -155,6 +166,10 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     in __consumer_offsets. Outcomes: committed, aborted, open, hanging. Missing evidence
     (partitions not copied, the coordinator's partition absent) is said, not guessed.
     """
+    if html_page is not None:
+        if output is not None or fmt not in ("table", "html"):
+            raise click.UsageError("--html FILE is --format html --output FILE: give it alone")
+        fmt, output = "html", html_page
     if since is not None and until is not None and since > until:
         raise click.BadParameter("--since is after --until", param_hint="'--since'")
     if output is not None:
@@ -181,6 +196,11 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     if fmt != "table":
         for note in tl.notes:
             err.print(f"kafkatx: note: {note}", markup=False)
+        if fmt != "html":
+            for f in tl.replica_findings:
+                at = "" if f.offset is None else f" offset {f.offset}"
+                err.print(f"kafkatx: {f.level} {f.kind} {f.topic}-{f.partition}{at}: "
+                          f"{f.message}", markup=False)
     if output is None:
         _write(fmt, tl, sys.stdout, view)
         return

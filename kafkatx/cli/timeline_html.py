@@ -4,7 +4,8 @@ Everything is inline (CSS, the data as JSON, the script that draws the SVG): the
 from a file with no network. One lane per partition (plus one for the coordinator), a bar per
 transaction and partition coloured by outcome, markers as ticks, the LSO of each partition as
 a dashed line, hanging transactions outlined and labelled, a legend, and a hover title on
-every mark. A table of the transactions below the chart works without the script.
+every mark. The findings (the replica comparison's too) with their numbered remediation steps
+follow the chart, then a table of the transactions; both work without the script.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import html
 import json
 
 from kafkatx.analysis.coordinator_transactions import tp_name
+from kafkatx.analysis.findings import Finding, Step, rank
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import Timeline, TimelineTransaction
+from kafkatx.cli.render import merged_steps, plan_key
 
 _CSS = """
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px 24px;
@@ -50,6 +53,16 @@ td:nth-child(-n+5) { white-space: nowrap; }
 th { border-bottom: 1px solid #dadce0; }
 td.hanging { color: #b00020; font-weight: 700; } td.open { color: #a56300; }
 .notes { color: #5f6368; margin-top: 12px; }
+.findings { margin-top: 16px; max-width: 1280px; }
+.findings h2 { font-size: 15px; margin: 0 0 6px; }
+.finding { margin: 0 0 10px; }
+.finding .sev { font-weight: 700; text-transform: uppercase; font-size: 11px; }
+.finding .sev.error { color: #b00020; } .finding .sev.warning { color: #a56300; }
+.finding .sev.info { color: #5f6368; }
+.finding .loc { color: #80868b; }
+.finding ol { margin: 4px 0 0; padding-left: 22px; }
+.finding code { display: block; white-space: pre-wrap; word-break: break-all;
+                background: #f1f3f4; padding: 2px 6px; margin: 2px 0; user-select: all; }
 """
 
 # Draws the SVG from the embedded JSON (kept small and dependency-free on purpose).
@@ -286,6 +299,42 @@ def _row(t: TimelineTransaction, now_ms: int) -> str:
     return f"<tr>{tds}</tr>"
 
 
+def page_findings(tl: Timeline) -> list[tuple[Finding, tuple[Step, ...]]]:
+    """Every finding the page shows, ranked, each transaction's plan once however many
+    copies hold it (as ``inspect`` tells them), with its remediation steps."""
+    found: dict[int, Finding] = {}
+    for f in [f for t in tl.transactions for f in t.findings] + tl.replica_findings:
+        found.setdefault(id(f), f)
+    plans: dict[tuple[object, ...], list[Finding]] = {}
+    for f in rank(list(found.values())):
+        plans.setdefault(plan_key(f), []).append(f)
+    return [(copies[0], merged_steps(copies) if any(f.remediation_steps for f in copies)
+             else ()) for copies in plans.values()]
+
+
+def _finding_html(f: Finding, steps: tuple[Step, ...]) -> str:
+    where = f"{f.topic}-{f.partition}" if f.topic is not None else ""
+    if f.offset is not None:
+        where += f" offset {f.offset}"
+    head = (f'<span class="sev {html.escape(f.level)}">{html.escape(f.level)}</span> '
+            f"<b>{html.escape(f.kind)}</b> {html.escape(where)}: {html.escape(f.message)}")
+    if f.location:
+        head += f' <span class="loc">({html.escape(f.location)})</span>'
+    items = "".join(
+        f"<li>{html.escape(s.what)}" + (f"<code>{html.escape(s.command)}</code>"
+                                         if s.command else "") + "</li>" for s in steps)
+    remedy = f"<div>remediation:<ol>{items}</ol></div>" if steps else ""
+    return f'<div class="finding">{head}{remedy}</div>'
+
+
+def _findings_html(tl: Timeline) -> str:
+    shown = page_findings(tl)
+    if not shown:
+        return '<div class="findings"><h2>Findings</h2>none</div>'
+    return ('<div class="findings"><h2>Findings and remediation</h2>'
+            + "".join(_finding_html(f, steps) for f, steps in shown) + "</div>")
+
+
 def render_html(tl: Timeline, *, title: str = "kafkatx timeline") -> str:
     """The whole page as one string (UTF-8 HTML5)."""
     payload = json.dumps(tl.to_dict(), ensure_ascii=True, separators=(",", ":"))
@@ -320,6 +369,7 @@ times in UTC, now = {html.escape(iso_ms(tl.now_ms))}. Hover a bar or a tick for 
 <svg id="gantt" xmlns="http://www.w3.org/2000/svg" role="img" \
 aria-label="transactions per partition over time"></svg>
 <noscript><p>The chart needs JavaScript; the table below has the same transactions.</p></noscript>
+{_findings_html(tl)}
 <div class="notes">{notes}</div>
 <table>
 <thead><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in head)}</tr></thead>

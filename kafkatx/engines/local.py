@@ -492,7 +492,7 @@ def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspecti
         if report is not None:
             report.findings.append(f)
     result.findings = rank(result.findings)
-    result.timeline = joined.timeline()
+    result.timeline = joined.timeline([f for comp in result.replicas for f in comp.findings])
     result.coordinator = joined.view
     return result
 

@@ -9,6 +9,7 @@ collected on the way (:class:`kafkatx.analysis.timeline.TimelineBuilder`).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.replica_authority import REPLICATED_KINDS
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
-from kafkatx.analysis.timeline import Selection, Timeline, TimelineBuilder
+from kafkatx.analysis.timeline import Selection, Timeline, TimelineBuilder, add_replica_findings
 from kafkatx.analysis.transaction_verdicts import (
     HANGING,
     ORPHAN,
@@ -291,7 +292,12 @@ class CoordinatorChecks:
         return {id(c) for c in self.join.transactions
                 if (c.last_step.partition, c.last_step.offset) in last}
 
-    def timeline(self) -> Timeline | None:
+    def timeline(self, replica_findings: Sequence[Finding] = ()) -> Timeline | None:
+        """The timeline, with the replica comparison's ``replica_findings`` (those on the
+        partitions it shows when a selection narrows it)."""
         if self.builder is None:
             return None
-        return self.builder.build(self.reference_ms())
+        tl = self.builder.build(self.reference_ms())
+        add_replica_findings(tl, replica_findings,
+                             only_shown=self.builder.selection != Selection())
+        return tl
