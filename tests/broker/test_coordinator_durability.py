@@ -140,3 +140,69 @@ def test_an_offset_commit_the_isr_lacks_is_refused_and_never_served(tmp_path: Pa
         assert _fetch_offset(new_port, group) == 5
     finally:
         cluster.kill()
+
+
+def _open_transactions(port: int, topic: str, partitions: tuple[int, ...]) -> list[int]:
+    """DescribeProducers on one broker: the partitions where a producer's transaction is open
+    in that broker's log."""
+    wanted = entity(61, 0, "TopicRequest", name=topic, partition_indexes=partitions)
+    with WireClient(port) as client:
+        answer = client.call(request(61, 0, topics=(wanted,)))
+    return [p.partition_index for p in answer.topics[0].partitions
+            if any(s.current_txn_start_offset >= 0 for s in p.active_producers)]
+
+
+def test_a_marker_is_awaited_on_the_leader_it_was_written_to(tmp_path: Path) -> None:
+    """``TransactionMarkerChannelManager``: the markers of a WriteTxnMarkers are answered by
+    the broker they were appended to, once its ISR has them (acks=-1), so a marker its leader
+    never replicated before it died is written again to the new leader.
+
+    Issue 25's partly visible transaction under load: a broker leading two partitions of a
+    transaction was cut off and killed after both markers reached it; the coordinator awaited
+    the first one's replication there, then looked up the second partition's leader again,
+    found the new one (elected without the marker) caught up, and completed the transaction:
+    the second partition kept it open until the producer's next transaction ended it, with
+    that transaction's outcome. Here the marker is written again and both records are
+    visible."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = _start(tmp_path, ck)
+    producer = None
+    try:
+        txn_id, topic = "tx-marker-leader", "marked"
+        coordinator = _coordinator(cluster, txn_id)
+        victim, other = (n for n in (1, 2, 3) if n != coordinator)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        for future in admin.create_topics([NewTopic(topic, num_partitions=2, replica_assignment=[
+                [victim, other, coordinator]] * 2)]).values():
+            future.result(10)
+        del admin
+        producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                                "transactional.id": txn_id, "acks": "all"})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        for p in range(2):
+            producer.produce(topic, value=f"record-{p}".encode(), partition=p)
+        producer.flush(10)
+        for p in range(2):  # both markers written together, 2 s after PrepareCommit
+            cluster.delay_markers(topic, p, 2000)
+        producer.commit_transaction(10)  # PrepareCommit is in the coordinator's ISR
+        for node in (other, coordinator):  # the markers will reach the victim's log only
+            cluster.cut_replication(victim, node)
+        victim_port = cluster.ports[victim - 1]
+        wait_for(lambda: not _open_transactions(victim_port, topic, (0, 1)), 15.0,
+                 "both markers in the victim's log")
+        cluster.kill_broker(victim)
+        cluster.clear_faults()
+        got = consume_committed(ck, cluster.bootstrap_servers, topic, 2, timeout_s=15.0)
+        log = cluster.serve_log()
+        assert sorted(got) == [b"record-0", b"record-1"], log[-3000:]
+        # the case itself: the second partition's marker was still unreplicated at the kill
+        assert f"marker in {topic}-1 is not replicated by broker {victim}" in log
+        other_port = cluster.ports[other - 1]
+        assert _open_transactions(other_port, topic, (0, 1)) == []
+    finally:
+        if producer is not None:
+            producer.close()
+        cluster.kill()

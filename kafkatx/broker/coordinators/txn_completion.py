@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from kafkatx.broker.coordinators.txn_durability import MarkerAppend
 from kafkatx.broker.coordinators.txn_metadata import (
     IllegalTransitionError,
     TopicPartition,
@@ -236,7 +237,7 @@ class TransactionCompletion:
         if now and self.durability.active:
             later.setdefault(0, []).extend(now)  # acks=-1: written and awaited in a task
         elif now:
-            retry = self._send_markers(md, commit, now)
+            retry, _ = self._send_markers(md, commit, now)
             if retry:
                 later.setdefault(0, []).extend(retry)
         if later:
@@ -277,44 +278,52 @@ class TransactionCompletion:
 
     async def _send_durably(self, md: TransactionMetadata, commit: bool,
                             partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """:meth:`_send_markers`, and with ``--brokers N`` each written marker awaited until its
-        partition's ISR has it (``WriteTxnMarkers`` appends with acks=-1); returns the
-        partitions to write again."""
-        retry = self._send_markers(md, commit, partitions)
+        """:meth:`_send_markers`, and with ``--brokers N`` each written marker awaited until the
+        ISR of the leader it was written to has it (``WriteTxnMarkers`` appends with acks=-1
+        and that broker answers); returns the partitions to write again."""
+        retry, written = self._send_markers(md, commit, partitions)
         if not self.durability.active:
             return retry
-        for tp in partitions:
-            if tp not in retry:
-                error = await self.durability.marker_replicated(tp)
-                if error != ErrorCode.none:
-                    self.broker.warn(f"transactional id {md.transactional_id}: the "
-                                     f"{'COMMIT' if commit else 'ABORT'} marker in "
-                                     f"{tp[0]}-{tp[1]} is not replicated ({error.name}); "
-                                     "writing it again")
-                    retry.append(tp)
+        for tp, appended in written.items():
+            error = await self.durability.marker_replicated(appended)
+            if error != ErrorCode.none:
+                self.broker.warn(f"transactional id {md.transactional_id}: the "
+                                 f"{'COMMIT' if commit else 'ABORT'} marker in "
+                                 f"{tp[0]}-{tp[1]} is not replicated by broker "
+                                 f"{appended.broker.config.node_id} ({error.name}); writing it "
+                                 "again")
+                retry.append(tp)
         return retry
 
     def _send_markers(self, md: TransactionMetadata, commit: bool,
-                      partitions: list[TopicPartition]) -> list[TopicPartition]:
+                      partitions: list[TopicPartition]
+                      ) -> tuple[list[TopicPartition], dict[TopicPartition, MarkerAppend]]:
         """The markers to ``partitions``, each to its leader (this node outside a cluster);
-        returns the partitions to retry (no leader now, or a leader that moved)."""
+        returns the partitions to retry (no leader now, or a leader that moved) and, with
+        ``--brokers N``, where each written marker went: its acks=-1 wait is on that leader
+        and that offset, never on whichever broker leads the partition later (a new leader
+        elected before the marker reached it does not have it)."""
         pid, epoch, tv = md.producer_id, md.producer_epoch, md.client_transaction_version
         cluster = self.broker.cluster
         if cluster is None:
             self.write_markers(pid, epoch, self.epoch_of(md), commit, partitions,
                                transaction_version=tv)
-            return []
+            return [], {}
         retry = []
+        written: dict[TopicPartition, MarkerAppend] = {}
         for tp in partitions:
             leader = cluster.leader_broker(*tp)
             if leader is None:
                 retry.append(tp)
                 continue
-            result = leader.transactions.write_markers(pid, epoch, self.epoch_of(md), commit,
-                                                       [tp], transaction_version=tv)
-            if result.get(tp) in RETRIABLE_MARKER_ERRORS:
+            error = leader.transactions.write_markers(
+                pid, epoch, self.epoch_of(md), commit, [tp], transaction_version=tv).get(tp)
+            part = leader.replicas.leader_partition(*tp)
+            if error in RETRIABLE_MARKER_ERRORS:
                 retry.append(tp)
-        return retry
+            elif error == ErrorCode.none and part is not None:
+                written[tp] = MarkerAppend(leader, part, part.log.log_end_offset)
+        return retry, written
 
     def _finish(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> None:
         error = self._append(md, transit)

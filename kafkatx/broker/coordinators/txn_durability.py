@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -28,8 +29,9 @@ from kio.schema.errors import ErrorCode
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
-    from kafkatx.broker.context import BrokerContext
-    from kafkatx.broker.coordinators.txn_metadata import TopicPartition, TransactionMetadata
+    from kafkatx.broker.context import BrokerContext, BrokerNode
+    from kafkatx.broker.coordinators.txn_metadata import TransactionMetadata
+    from kafkatx.broker.replication.replica_partition import Partition
     from kafkatx.formats.transaction_log import TransactionState
 
 #: How long a coordinator write (and a marker) waits for the ISR before it counts as failed:
@@ -55,6 +57,16 @@ def snapshot(md: TransactionMetadata) -> dict[str, Any]:
     saved = dict(vars(md))
     saved["topic_partitions"] = set(md.topic_partitions)
     return saved
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerAppend:
+    """A marker appended to a partition's leader: that broker, its partition and the offset
+    after the marker (what its acks=-1 wait needs the high watermark to reach)."""
+
+    broker: BrokerNode
+    partition: Partition
+    end_offset: int
 
 
 class TxnDurability:
@@ -138,20 +150,14 @@ class TxnDurability:
         if not verdict.done():
             verdict.set_result(append_error(error))
 
-    async def marker_replicated(self, tp: TopicPartition) -> ErrorCode:
-        """``WriteTxnMarkers``' acks=-1: the marker just written to ``tp``'s leader is in its
-        ISR (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT:
-        write it again)."""
-        cluster = self.broker.cluster
-        assert cluster is not None
-        leader = cluster.leader_broker(*tp)
-        if leader is None:
-            return ErrorCode.not_leader_or_follower
-        part = leader.replicas.leader_partition(*tp)
-        if part is None:
-            return ErrorCode.not_leader_or_follower
-        return await leader.replicas.wait_for_replication(part, part.log.log_end_offset,
-                                                          WRITE_TIMEOUT_S)
+    async def marker_replicated(self, appended: MarkerAppend) -> ErrorCode:
+        """``WriteTxnMarkers``' acks=-1: the marker is in the ISR of the leader it was appended
+        to (``DelayedProduce`` on that broker, whose response the marker channel awaits):
+        NOT_LEADER_OR_FOLLOWER once that broker leads the partition no more,
+        REQUEST_TIMED_OUT once it is killed or after the timeout,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND: write it again (to the partition's leader then)."""
+        return await appended.broker.replicas.wait_for_replication(
+            appended.partition, appended.end_offset, WRITE_TIMEOUT_S)
 
     async def close(self) -> None:
         for task in list(self._tasks):
