@@ -14,18 +14,22 @@ or after the last confirmed one).
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.coordinator_partition import partition_for
 from kafkatx.testing import BrokerError, KafkaBroker
+from tests.broker.chaos_diagnosis import explain
 from tests.broker.test_cluster import partition_states
 
 TOPIC = "chaos"
@@ -63,6 +67,24 @@ class Ledger:
         return [t for t in self.transactions if t.outcome == outcome]
 
 
+def create_topic(bootstrap: str) -> None:
+    """The chaos topic: replication factor 3, ``min.insync.replicas`` 2."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        for future in admin.create_topics([NewTopic(
+                TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]).values():
+            future.result(30)
+    finally:
+        del admin  # destroyed now, even when the creation fails
+
+
+def live_clients() -> int:
+    """The librdkafka handles (producers, admin clients, consumers) alive in this process:
+    one left alive keeps reconnecting to brokers long gone for the rest of the test run."""
+    gc.collect()
+    return sum(isinstance(o, ck.Producer | ck.Consumer | AdminClient) for o in gc.get_objects())
+
+
 def _error(exc: ck.KafkaException) -> Any:
     return exc.args[0]
 
@@ -92,17 +114,22 @@ class Writer(threading.Thread):
         self.ledger = ledger
         self.rng = rng
         self.stop = stop
-        self.failure: BaseException | None = None
+        self.failure: str | None = None
 
     def _producer(self) -> ck.Producer:
         producer = ck.Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
                                 "transactional.id": self.transactional_id,
                                 "transaction.timeout.ms": 15000, "message.timeout.ms": 15000,
                                 "linger.ms": 1, **CLIENT_TIMEOUTS})
-        _retry(lambda: producer.init_transactions(10), time.monotonic() + 120)
+        try:
+            _retry(lambda: producer.init_transactions(10), time.monotonic() + 120)
+        except BaseException:
+            del producer  # destroyed now, not kept by the traceback's frame
+            raise
         return producer
 
     def run(self) -> None:
+        producer: ck.Producer | None = None
         try:
             producer = self._producer()
             n = 0
@@ -112,10 +139,15 @@ class Writer(threading.Thread):
                 with self.ledger.lock:
                     self.ledger.transactions.append(txn)
                 if not self._transact(producer, txn, commit=self.rng.random() >= 1 / 3):
+                    producer = None  # destroyed: the next one's init_transactions fences it
                     producer = self._producer()
                 n += 1
-        except BaseException as exc:  # reported by the test, with the seed
-            self.failure = exc
+        except BaseException:  # reported by the test, with the seed (as text: a traceback
+            self.failure = traceback.format_exc()  # would keep this thread's clients alive)
+        finally:
+            if producer is not None and self.failure is None:
+                producer.close()  # no transaction open: nothing to abort, nothing to flush
+            producer = None
 
     def _transact(self, producer: ck.Producer, txn: Transaction, *, commit: bool) -> bool:
         """One transaction; False when the producer must be replaced."""
@@ -151,7 +183,7 @@ class Reader(threading.Thread):
         self.bootstrap = bootstrap
         self.ledger = ledger
         self.stop = stop
-        self.failure: BaseException | None = None
+        self.failure: str | None = None
 
     def run(self) -> None:
         try:
@@ -160,14 +192,14 @@ class Reader(threading.Thread):
                                     "auto.offset.reset": "earliest",
                                     "enable.auto.commit": False, "session.timeout.ms": 6000,
                                     **CLIENT_TIMEOUTS})
-            consumer.subscribe([TOPIC])
             try:
+                consumer.subscribe([TOPIC])
                 while not self.stop.is_set():
                     self._poll(consumer)
             finally:
                 consumer.close()
-        except BaseException as exc:
-            self.failure = exc
+        except BaseException:
+            self.failure = traceback.format_exc()
 
     def _poll(self, consumer: ck.Consumer) -> None:
         message = consumer.poll(0.2)
@@ -346,3 +378,17 @@ def committed_offsets(bootstrap: str) -> dict[int, int]:
     finally:
         consumer.close()
     return {tp.partition: tp.offset for tp in answer}
+
+
+def diagnose(cluster: KafkaBroker, ledger: Ledger, problems: list[str]) -> list[str]:
+    """For each transaction a problem names: its outcome as the client knew it, each broker's
+    copy of its records and markers, and what the serve log says about its id."""
+    lines: list[str] = []
+    log = cluster.serve_log()
+    for txn in ledger.transactions:
+        name = txn.values[0].decode().rsplit("-", 1)[0]
+        if any(problem.startswith(f"{name}:") for problem in problems):
+            lines.append(f"{name} ({txn.outcome}):")
+            lines += explain(cluster.log_dir, TOPIC, NODES, log, name.rsplit("-", 1)[0],
+                             txn.values)
+    return lines
