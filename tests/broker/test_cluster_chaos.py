@@ -93,4 +93,4 @@ def test_no_aborted_record_and_no_partial_transaction_under_kills(tmp_path: Path
         for thread in threads:
             thread.join(180)
         cluster.kill()
-    assert chaos.live_clients() == clients_before, "a librdkafka client outlived the test"
+    assert chaos.live_clients() <= clients_before, "a librdkafka client outlived the test"
