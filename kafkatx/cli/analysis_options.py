@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 import gc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_M
 from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
 from kafkatx.cli.now_option import NOW_HELP, NowParam, default_now
 from kafkatx.cli.output import stderr_console
+from kafkatx.cli.output_path import check_output_file, format_for_output, stdout_to, suffix_format
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.engines.base import AUTO, ENGINE_NAMES, SPARK, Engine, EngineConfig
 from kafkatx.engines.inspection import CAPTURE, RequestError, inspect
@@ -91,9 +93,11 @@ _ENGINE_OPTIONS = (
                  help="Spark: bytes of segments per task (e.g. 64m, 256m; default 128m). Big "
                       "segments are split at batch starts from their .index."),
     click.option("-o", "--output", "engine_output", default=None, metavar="PATH",
-                 help="Also write the tabular results as Parquet into the new directory PATH "
-                      "(outside the inspected paths): partitions.parquet and findings.parquet "
-                      "(records.parquet for replay)."),
+                 help="Where the result goes (outside the inspected paths), its suffix saying "
+                      "the format: FILE.json, .jsonl, .csv or .txt (the table) instead of "
+                      "stdout; any other PATH (e.g. out.parquet) is a new directory of Parquet "
+                      "datasets, the table still printed: partitions.parquet and "
+                      "findings.parquet (records.parquet for replay)."),
 )
 
 
@@ -116,12 +120,20 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
             verbose = int(ctx.find_root().obj.get("verbose", 0))
         opts = EngineCliOptions(engine=engine, master=master, spark_conf=spark_conf,
                                 output=target, split_size=split_size, verbose=verbose)
+        writes = None
+        if target is not None and suffix_format(target) is not None:  # a file, not Parquet
+            kwargs["fmt"] = format_for_output(target, kwargs["fmt"])
+            check_output_file(target, kwargs["paths"])
+            writes, opts = stdout_to(target), replace(opts, output=None)
         before = gc.get_threshold()
         gc.set_threshold(*ANALYSIS_GC_THRESHOLD)
         try:
-            return f(*args, engine=opts, **kwargs)
+            with writes or nullcontext():
+                return f(*args, engine=opts, **kwargs)
         finally:
             gc.set_threshold(*before)
+            if writes is not None:
+                stderr_console().print(f"wrote {target}", markup=False)
 
     for option in reversed(_ENGINE_OPTIONS if output else _ENGINE_OPTIONS[:-1]):
         wrapper = option(wrapper)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 import click
@@ -13,7 +11,7 @@ from rich.table import Table
 
 from kafkatx.analysis.cluster_view import cluster_dict
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.cli.output import format_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.output import format_option, glyph, stderr_console, stdout_console, write_json
 from kafkatx.engines.cluster_metadata import cluster_views
 from kafkatx.errors import KafkatxError
 
@@ -24,13 +22,17 @@ def load_clusters(paths: tuple[str, ...], as_of_offset: int | None) -> list[dict
     return [cluster_dict(v) for v in cluster_views(paths, as_of_offset=as_of_offset)]
 
 
-@click.command("cluster")
+@click.command("cluster", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx cluster fixtures/kraft\n"
+    "  kafkatx cluster fixtures/kraft -f json > cluster.json"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--as-of-offset", type=click.IntRange(min=0),
               help="The cluster as it stood after metadata log offset N.")
 @click.option("--all", "show_all", is_flag=True,
               help=f"Every partition (tables show {PARTITIONS_SHOWN} per topic).")
-@format_option(("table", "json"))
+@format_option(("table", "json", "jsonl"), why={
+    "csv": "a metadata log's state is nested (topics, brokers, features); use json or jsonl"})
 def cluster_command(paths: tuple[str, ...], as_of_offset: int | None, show_all: bool,
                     fmt: str) -> None:
     """Topics, partitions, leaders, configs, features, brokers and producer-id blocks, from a
@@ -43,8 +45,8 @@ def cluster_command(paths: tuple[str, ...], as_of_offset: int | None, show_all: 
     if not clusters:
         raise KafkatxError(f"{' '.join(paths)}: no __cluster_metadata-N directory found (a KRaft "
                            "node keeps it in its metadata.log.dir)")
-    if fmt == "json":
-        sys.stdout.write(json.dumps(clusters, indent=1, ensure_ascii=False) + "\n")
+    if fmt in ("json", "jsonl"):
+        write_json(clusters, fmt)
         return
     err = stderr_console()
     out = stdout_console()

@@ -19,7 +19,10 @@ from kafkatx.errors import MissingPathError
 TABLE_CHUNK = 200
 
 
-@click.command("dump")
+@click.command("dump", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx dump fixtures/logdir/payments-0 --producer-id 4003 --records\n"
+    "  kafkatx dump fixtures/logdir/payments-0/00000000000000000000.log -f jsonl | head"))
 @click.argument("paths", nargs=-1, required=True, metavar="FILE_OR_DIR...")
 @click.option("--producer-id", "producer_ids", type=int, multiple=True,
               help="Only batches/entries of this producer id (repeatable).")
@@ -32,7 +35,9 @@ TABLE_CHUNK = 200
 @click.option("--to-offset", type=OFFSET, help="Only batches/entries with offsets <= N.")
 @click.option("--records", is_flag=True,
               help="Decode records too (always on for __transaction_state/__consumer_offsets).")
-@format_option(("table", "jsonl", "json"))
+@format_option(("table", "json", "jsonl"), why={
+    "csv": "its entries differ by file (batches, records, index entries, snapshots); use "
+           "jsonl, or replay -f csv for a partition's records"})
 def dump_command(
     paths: tuple[str, ...],
     producer_ids: tuple[int, ...],

@@ -4,7 +4,6 @@ ways, and the transaction that holds each stuck group."""
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,7 +24,7 @@ from kafkatx.analysis.groups import (
 )
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import format_option, stderr_console, stdout_console
+from kafkatx.cli.output import format_option, stderr_console, stdout_console, write_json
 from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.engines.base import Engine
 from kafkatx.engines.group_positions import analyze_groups
@@ -35,12 +34,15 @@ from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 CSV_COLUMNS = tuple(name for name, _ in GROUP_PARTITION_FIELDS)
 
 
-@click.command("groups")
+@click.command("groups", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx groups fixtures/logdir\n"
+    "  kafkatx groups fixtures/logdir -g payments-app -f csv"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--group", "groups", multiple=True, metavar="NAME",
+@click.option("-g", "--group", "groups", multiple=True, metavar="NAME",
               help="Only this consumer group (repeatable).")
 @analysis_options
-@format_option(("table", "json", "csv"))
+@format_option(("table", "json", "jsonl", "csv"))
 def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
                    analysis: AnalysisCliOptions) -> None:
     """Consumer groups' committed offsets and lag, marker-aware, and what holds a stuck group.
@@ -77,10 +79,8 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
     missing = sorted(set(groups) - {s.group for s in summaries})
     for name in missing:
         err.print(f"kafkatx: warning: no group {name!r} in __consumer_offsets", markup=False)
-    if fmt == "json":
-        sys.stdout.write(json.dumps([{**s.to_dict(), "view": analysis.view}
-                                     for s in summaries], indent=1,
-                                    ensure_ascii=False) + "\n")
+    if fmt in ("json", "jsonl"):
+        write_json([{**s.to_dict(), "view": analysis.view} for s in summaries], fmt)
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()

@@ -156,14 +156,21 @@ def inactive_dicts(result: Inspection) -> list[dict[str, object]]:
             for p in result.discovery.inactive_partitions()]
 
 
-@click.command("inspect")
+@click.command("inspect", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx inspect fixtures/logdir\n"
+    "  kafkatx inspect /copies/broker-* --stuck\n"
+    "  kafkatx inspect fixtures/logdir -f json > inspect.json"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @analysis_options
 @click.option("--all", "show_all", is_flag=True,
               help=f"Show every finding and every partition (tables show the first {PER_KIND} "
                    "findings of each kind and leave out empty partitions).")
 @click.option("--stuck", "only_stuck", is_flag=True, help=STUCK_HELP)
-@format_option(("table", "json"))
+@format_option(("table", "json"), why={
+    "jsonl": "its result is one document (partitions, findings, replicas, cluster); "
+             "verify -f jsonl gives one finding a line, lso -f jsonl one partition a line",
+    "csv": "its result is one document; lso -f csv gives the partitions' rows"})
 def inspect_command(paths: tuple[str, ...], fmt: str, show_all: bool, only_stuck: bool,
                     analysis: AnalysisCliOptions) -> None:
     """The incident overview: partitions, transactions, LSO vs HW, and findings by severity.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from dataclasses import replace
 
@@ -12,7 +11,7 @@ import click
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.cli.output import format_option, stdout_console, write_json
 from kafkatx.cli.render import (
     STUCK_HELP,
     lso_table,
@@ -50,11 +49,14 @@ def csv_row(r: PartitionReport) -> dict[str, object]:
     }
 
 
-@click.command("lso")
+@click.command("lso", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx lso fixtures/logdir\n"
+    "  kafkatx lso fixtures/logdir --stuck -f csv -o lso.csv"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @analysis_options
 @click.option("--stuck", "only_stuck", is_flag=True, help=STUCK_HELP)
-@format_option(("table", "json", "csv"))
+@format_option(("table", "json", "jsonl", "csv"))
 def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
                 analysis: AnalysisCliOptions) -> None:
     """The last stable offset (LSO) of every partition, and what holds it back.
@@ -69,9 +71,8 @@ def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
     if only_stuck and fmt == "table":
         reports = [r for r in reports if stuck(r)]
     print_problems(result)
-    if fmt == "json":
-        rows = [{**r.lso_row(), "view": analysis.view} for r in reports]
-        sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+    if fmt in ("json", "jsonl"):
+        write_json([{**r.lso_row(), "view": analysis.view} for r in reports], fmt)
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()

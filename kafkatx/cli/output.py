@@ -10,18 +10,52 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 
+#: The formats every command's ``--format`` accepts (``timeline`` adds html); a command that
+#: cannot give one refuses it with a one-line usage error (exit 2) saying why.
+FORMATS = ("table", "json", "jsonl", "csv")
 _FORMAT_USES = {"table": "a table for people", "html": "a page for a browser"}
 
 
-def format_option(choices: tuple[str, ...], default: str = "table") -> Callable[[Any], Any]:
-    scripts = "/".join(c for c in choices if c not in _FORMAT_USES)
-    uses = [_FORMAT_USES["table"]] if "table" in choices else []
+class FormatNotApplicable(click.ClickException):
+    """``--format X`` where the command's output has no X form: a usage error (exit 2)."""
+
+    exit_code = 2
+
+
+def format_option(supported: tuple[str, ...], default: str = "table", *,
+                  why: dict[str, str] | None = None) -> Callable[[Any], Any]:
+    """``-f/--format`` with the same choices on every command; ``supported`` the ones this
+    command gives, ``why`` the reason for each other one."""
+    choices = FORMATS + tuple(c for c in supported if c not in FORMATS)
+    scripts = "/".join(c for c in supported if c not in _FORMAT_USES)
+    uses = [_FORMAT_USES["table"]] if "table" in supported else []
     uses += [f"{scripts} for scripts"] if scripts else []
-    uses += [f"html {_FORMAT_USES['html']}"] if "html" in choices else []
+    uses += [f"html {_FORMAT_USES['html']}"] if "html" in supported else []
+
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        if value in supported:
+            return value
+        reason = (why or {}).get(value, "it has no such form")
+        raise FormatNotApplicable(
+            f"--format {value} does not apply to kafkatx {ctx.info_name}: {reason} (it writes "
+            f"{', '.join(supported)})")
+
     return click.option(
         "-f", "--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-        help="Output format: " + ", ".join(uses) + ".",
+        callback=check, help="Output format: " + ", ".join(uses) + ".",
     )
+
+
+def write_json(items: list[dict[str, Any]], fmt: str, out: TextIO | None = None) -> None:
+    """``items`` as one JSON array (``json``) or one object a line (``jsonl``)."""
+    out = sys.stdout if out is None else out
+    if fmt == "jsonl":
+        writer = JsonWriter(out, array=False)
+        for item in items:
+            writer.write(item)
+        writer.close()
+    else:
+        out.write(json.dumps(items, indent=1, ensure_ascii=False) + "\n")
 
 
 def encodes(text: str, stream: TextIO | None = None) -> bool:

@@ -41,7 +41,11 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
                "transaction_first_offset", "pinned_by_producer_id", "pinned_by_first_offset")
 
 
-@click.command("replay")
+@click.command("replay", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx replay fixtures/logdir -t payments -p 0\n"
+    "  kafkatx replay fixtures/logdir -t payments -p 0 --diff\n"
+    "  kafkatx replay fixtures/logdir -t payments -p 0 -f jsonl -o payments-0.jsonl"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("-t", "--topic", required=True, help="Topic of the partition to replay.")
 @click.option("-p", "--partition", "partition", type=click.IntRange(min=0), required=True,
@@ -67,7 +71,8 @@ CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "k
 @click.option("--diff", is_flag=True, help="Only the records read_uncommitted sees and "
               "read_committed does not, grouped by transaction, with counts per reason.")
 @after_restart_option
-@format_option(("table", "jsonl", "csv"))
+@format_option(("table", "jsonl", "csv"), why={
+    "json": "records stream as they are decoded; jsonl is their JSON form (one a line)"})
 @engine_options
 def replay_command(
     paths: tuple[str, ...], topic: str, partition: int, broker: str | None, isolation: str,

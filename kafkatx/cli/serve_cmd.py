@@ -52,7 +52,10 @@ def _global_verbose() -> bool:
     return bool(root is not None and (root.obj or {}).get("verbose", 0))
 
 
-@click.command("serve")
+@click.command("serve", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx serve --log-dir /tmp/kafkatx-data --port 9092\n"
+    "  kafkatx serve --log-dir /tmp/kafkatx-3 --brokers 3"))
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (loopback unless you mean it).")
 @click.option("--port", default=9092, show_default=True, type=click.IntRange(0, 65535),

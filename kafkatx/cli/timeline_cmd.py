@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -27,7 +25,8 @@ from kafkatx.cli.analysis_options import (
     transaction_state_partitions_option,
 )
 from kafkatx.cli.now_option import NOW_HELP, default_now
-from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.output import format_option, stderr_console, stdout_console, write_json
+from kafkatx.cli.output_path import check_output_file, format_for_output
 from kafkatx.cli.render import Col, FitTable, finding_lines, print_view_line, steps_lines
 from kafkatx.cli.timeline_html import render_html
 from kafkatx.engines.inspection import inspect
@@ -39,23 +38,6 @@ _ENTRY_TEXT = {"hanging": "no marker, hanging", "open": "no marker yet",
                "forgotten": "no marker, forgotten by the load",
                "no_marker": "no marker", "marker_pending": "marker pending",
                "no_data": "nothing", "not_copied": "not copied", "unknown": "not covered"}
-
-
-def check_output_file(output: Path, paths: Sequence[str]) -> None:
-    """``--output`` must lie outside every inspected path (evidence is never written to)."""
-    target = os.path.realpath(output)
-    for root in paths:
-        real_root = os.path.realpath(root)
-        try:
-            inside = os.path.commonpath([real_root, target]) == real_root
-        except ValueError:
-            inside = False
-        if inside:
-            raise click.BadParameter(
-                f"{output} is inside the inspected path {root}: evidence directories are never "
-                "written to; choose a location outside it", param_hint="'--output'")
-    if not output.parent.is_dir():
-        raise click.BadParameter(f"{output.parent} is not a directory", param_hint="'--output'")
 
 
 def entry_text(e: PartitionEntry) -> str:
@@ -129,7 +111,11 @@ def _missing(tl: Timeline) -> list[str]:
     return list(seen)
 
 
-@click.command("timeline")
+@click.command("timeline", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx timeline fixtures/logdir\n"
+    "  kafkatx timeline fixtures/logdir --transactional-id ledger-writer -f jsonl\n"
+    "  kafkatx timeline fixtures/logdir --html timeline.html"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--transactional-id", "transactional_ids", multiple=True, metavar="ID",
               help="Only this transactional id's transactions (repeatable).")
@@ -143,10 +129,13 @@ def _missing(tl: Timeline) -> list[str]:
 @max_transaction_timeout_option
 @transaction_state_partitions_option
 @after_restart_option
-@format_option(("table", "jsonl", "html"))
+@format_option(("table", "json", "jsonl", "html"), why={
+    "csv": "a transaction's partitions, states and findings are nested; use json or jsonl"})
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Write to FILE (outside the inspected paths) instead of "
-                                   "stdout; with --format html, one self-contained page.")
+                                   "stdout, its suffix saying the format (.json, .jsonl, "
+                                   ".html: one self-contained page, .txt: the table); another "
+                                   "suffix takes --format's.")
 @click.option("--html", "html_page", type=click.Path(dir_okay=False, path_type=Path),
               default=None, metavar="FILE",
               help="The HTML page into FILE: the Gantt chart, the findings and their "
@@ -173,6 +162,7 @@ def timeline_command(paths: tuple[str, ...], transactional_ids: tuple[str, ...],
     if since is not None and until is not None and since > until:
         raise click.BadParameter("--since is after --until", param_hint="'--since'")
     if output is not None:
+        fmt = format_for_output(output, fmt)
         check_output_file(output, paths)
     selection = Selection(transactional_ids=frozenset(transactional_ids),
                           producer_ids=frozenset(producer_ids), since_ms=since, until_ms=until)
@@ -216,11 +206,8 @@ def _write(fmt: str, tl: Timeline, out: TextIO, view: str) -> None:
     if fmt == "html":
         out.write(render_html(tl))
         out.flush()
-    elif fmt == "jsonl":
-        writer = JsonWriter(out, array=False)
-        for t in tl.transactions:
-            writer.write({**t.to_dict(), "view": view})
-        writer.close()
+    elif fmt in ("json", "jsonl"):
+        write_json([{**t.to_dict(), "view": view} for t in tl.transactions], fmt, out)
     else:
         render_table(tl, Console(file=out, soft_wrap=False, width=220, highlight=False,
                                  color_system=None))

@@ -11,7 +11,7 @@ import click
 from kafkatx.analysis.findings import ERROR, INFO, WARNING
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
 from kafkatx.cli.exit_status import EXIT_ERRORS_FOUND
-from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.cli.output import format_option, stdout_console, write_json
 from kafkatx.cli.render import (
     plural,
     print_problems,
@@ -22,11 +22,15 @@ from kafkatx.cli.render import (
 )
 
 
-@click.command("verify")
+@click.command("verify", epilog=(
+    "\b\nExamples:\n"
+    "  kafkatx verify fixtures/logdir; echo \"exit $?\"\n"
+    "  kafkatx verify fixtures/logdir -f jsonl"))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @analysis_options
 @click.option("--all", "show_all", is_flag=True, help="Show every finding in the table.")
-@format_option(("table", "json"))
+@format_option(("table", "json", "jsonl"), why={
+    "csv": "findings carry nested remediation steps; jsonl gives one finding a line"})
 def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                    analysis: AnalysisCliOptions) -> None:
     """Run every check; exit status 1 when any error-severity finding exists, else 0.
@@ -47,6 +51,8 @@ def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
                "findings": [f.to_dict() for f in result.findings],
                "problems": list(result.problems)}
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    elif fmt == "jsonl":
+        write_json([{**f.to_dict(), "view": analysis.view} for f in result.findings], fmt)
     else:
         print_problems(result)
         out = stdout_console()

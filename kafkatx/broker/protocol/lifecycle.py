@@ -19,11 +19,17 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 FORCE_AFTER_S = 20.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def utc_stamp() -> str:
+    """The time of a ``serve`` log line: UTC, said so (``21:48:50Z``), as every kafkatx time."""
+    return time.strftime("%H:%M:%SZ", time.gmtime())
 
 
 class StopRequest:
@@ -63,8 +69,8 @@ class StopRequest:
         if self.requested:
             self.force(signum, "a second signal")
         self.signum = signum
-        os.write(2, f"kafkatx serve: {signal.Signals(signum).name}: stopping cleanly (a second "
-                    "signal forces the exit)\n".encode())
+        os.write(2, f"{utc_stamp()} kafkatx serve: {signal.Signals(signum).name}: stopping "
+                    "cleanly (a second signal forces the exit)\n".encode())
         self._watchdog = threading.Timer(self.force_after_s, self.force,
                                          args=(signum, f"no clean stop within "
                                                        f"{self.force_after_s:g} s"))
@@ -76,7 +82,8 @@ class StopRequest:
     @staticmethod
     def force(signum: int, why: str) -> None:
         name = signal.Signals(signum).name
-        os.write(2, f"kafkatx serve: {name}: {why}; exiting without a clean shutdown\n".encode())
+        os.write(2, f"{utc_stamp()} kafkatx serve: {name}: {why}; exiting without a clean "
+                    "shutdown\n".encode())
         os._exit(128 + signum)
 
 

@@ -42,7 +42,7 @@ from kafkatx.broker.protocol.handlers.api_versions import (
     API_VERSIONS_KEY,
     unsupported_version_reply,
 )
-from kafkatx.broker.protocol.lifecycle import StopRequest
+from kafkatx.broker.protocol.lifecycle import StopRequest, utc_stamp
 from kafkatx.broker.wire import codec
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class Broker:
     # -- logging -----------------------------------------------------------------------------
 
     def log(self, message: str, *, style: str | None = None) -> None:
-        stamp = time.strftime("%H:%M:%S")
+        stamp = utc_stamp()
         who = f"[{self.config.node_id}] " if self.cluster is not None else ""
         self.console.print(f"[dim]{stamp}[/dim] {escape(who + message)}", style=style)
 
