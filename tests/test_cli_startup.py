@@ -44,6 +44,26 @@ def test_lso_does_not_load_the_broker() -> None:
         assert other not in loaded, other
 
 
+def test_version_imports_no_library() -> None:
+    """``kafkatx --version`` is click and the package's own two constants, nothing else."""
+    loaded = _modules_after(["--version"])
+    for heavy in ("numpy", "rich", "construct", "crc32c", "kafkatx.formats", "kafkatx.analysis",
+                  "kafkatx.engines", "kafkatx.storage"):
+        assert heavy not in loaded, heavy
+
+
+def test_lso_imports_only_what_it_draws() -> None:
+    """Start-up of ``lso --format json``: no progress bar or stderr console unless drawn, no
+    numpy.ma (np.unique's), and no crc32c package where the C extension computes CRCs."""
+    from kafkatx.formats.batchscan import HAVE_EXTENSION
+
+    loaded = _modules_after(["lso", "fixtures/logdir/payments-0", "--format", "json"])
+    assert "numpy" in loaded  # the run happened
+    lazy = ["rich.progress", "rich.live", "numpy.ma", "pyarrow", "kio"]
+    for name in lazy + (["crc32c"] if HAVE_EXTENSION else []):
+        assert name not in loaded, name
+
+
 def test_every_command_module_is_registered() -> None:
     """A ``*_cmd.py`` module added without an entry in ``COMMANDS`` would be unreachable."""
     modules = {f"kafkatx.cli.{p.stem}" for p in (ROOT / "kafkatx" / "cli").glob("*_cmd.py")}

@@ -269,6 +269,8 @@ def run_inspection(paths: Sequence[str], options: AnalysisCliOptions,
         paths, options=options.engine_options, engine=options.engine.config,
         manifest=options.manifest, output=None if own_output else output,
         progress=scan_progress, then=then, now=options.now))
+    if not (run.written or run.manifest_path is not None):
+        return run.inspection
     err = stderr_console()
     if run.written:
         err.print(f"wrote {', '.join(run.written)}", markup=False)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
-from rich.console import Console
+
+if TYPE_CHECKING:  # rich costs ~20 ms to import: only commands that draw load it
+    from rich.console import Console
 
 #: The formats every command's ``--format`` accepts (``timeline`` adds html); a command that
 #: cannot give one refuses it with a one-line usage error (exit 2) saying why.
@@ -84,12 +86,16 @@ def tolerate_any_encoding() -> None:
 
 
 def stdout_console() -> Console:
+    from rich.console import Console
+
     # Piped or redirected tables keep every column whole instead of squeezing to 80 columns.
     width = None if sys.stdout.isatty() else 220
     return Console(file=sys.stdout, soft_wrap=False, width=width, highlight=False)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 

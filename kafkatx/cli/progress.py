@@ -5,20 +5,13 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:  # rich is imported only once a bar is drawn (start-up of quick commands)
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
-from kafkatx.storage.discovery import PartitionDir
+    from kafkatx.storage.discovery import PartitionDir
 
 SHOW_AFTER_S = 0.5  # quick scans finish before the bar would appear
 
@@ -58,7 +51,7 @@ class ScanProgress:
         self._update()
 
     def partition(self, pdir: PartitionDir) -> None:
-        self._label = escape(pdir.name)
+        self._label = pdir.name
         self._update()
 
     @property
@@ -72,15 +65,31 @@ class ScanProgress:
             self._start()
         assert self._progress is not None and self._task is not None
         self._progress.update(self._task, completed=min(self.done, self.total),
-                              description=self._label)
+                              description=_escape(self._label))
 
     def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
         console = self._console or Console(file=sys.stderr)
         self._progress = Progress(
             TextColumn("scanning [bold]{task.description}", markup=True),
             BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
             console=console, transient=True,
         )
-        self._task = self._progress.add_task(self._label, total=max(self.total, 1),
+        self._task = self._progress.add_task(_escape(self._label), total=max(self.total, 1),
                                              completed=min(self.done, self.total))
         self._progress.start()
+
+
+def _escape(label: str) -> str:
+    from rich.markup import escape
+
+    return escape(label)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, ClassVar
 
-import crc32c
 import numpy as np
 import numpy.typing as npt
 
@@ -79,6 +78,17 @@ def _load_extension() -> Any:
 
 _ext = _load_extension()
 HAVE_EXTENSION: bool = _ext is not None
+
+
+def _package_crc32c(data: Any) -> int:
+    import crc32c  # imported on first use: the package reads its metadata (~15 ms of start-up)
+
+    return int(crc32c.crc32c(data))
+
+
+# CRC-32C (Castagnoli) of a bytes-like object, as Kafka's Crc32C: the extension's (SSE4.2),
+# else the crc32c package's.
+crc32c_of: Callable[[Any], int] = _ext._crc32c if _ext is not None else _package_crc32c
 
 # Column name -> dtype, in the order of the C function's out_* arguments (magic excluded: it
 # is always 2 for a scanned batch and is filled in here).
@@ -339,7 +349,7 @@ def scan_v2_run_python(
     rows: list[tuple[Any, ...]] = []
     append = rows.append
     unpack = HEADER.unpack_from
-    crc = crc32c.crc32c
+    crc = _package_crc32c
     with memoryview(buf) as raw, raw.cast("B") as mv:
         end = _check_range(mv.nbytes, start, end, chunk)
         pos = start

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import construct as c
-import crc32c
 
 from kafkatx.errors import CorruptSnapshotError, FormatError
+from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.primitives import Array, Int16, Int32, Int64, UInt32
 
 SNAPSHOT_VERSION = 1
@@ -139,7 +139,7 @@ def read_producer_snapshot(
                                 problems=tuple(problems), path=path)
     version = Int16.parse(data[:2]) if size >= 2 else None
     crc = UInt32.parse(data[CRC_OFFSET:ENTRIES_OFFSET]) if size >= ENTRIES_OFFSET else None
-    computed = crc32c.crc32c(data[ENTRIES_OFFSET:]) if size >= ENTRIES_OFFSET else None
+    computed = crc32c_of(data[ENTRIES_OFFSET:]) if size >= ENTRIES_OFFSET else None
     if version is not None and version != SNAPSHOT_VERSION:
         corrupt(f"unknown snapshot version {version} (expected {SNAPSHOT_VERSION})", 0, "version")
     if crc is not None and crc != computed:
@@ -187,7 +187,7 @@ def build_producer_snapshot(
         body = _SNAPSHOT.build(value)
     except c.ConstructError as exc:
         raise ValueError(f"cannot encode snapshot: {exc}") from None
-    crc = crc32c.crc32c(body[ENTRIES_OFFSET:])
+    crc = crc32c_of(body[ENTRIES_OFFSET:])
     return body[:CRC_OFFSET] + UInt32.build(crc) + body[ENTRIES_OFFSET:]
 
 

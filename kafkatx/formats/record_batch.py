@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import construct as c
-import crc32c
 
 from kafkatx.errors import FormatError
 from kafkatx.formats import compression
@@ -35,6 +34,7 @@ from kafkatx.formats.batch_layout import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
 )
+from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.primitives import (
     INT32_MAX,
     Int8,
@@ -296,7 +296,7 @@ def parse_header(
 
 def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
     """CRC-32C over [attributes, end) of the batch at ``pos`` (DefaultRecordBatch#isValid)."""
-    return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+    return crc32c_of(memoryview(buf)[pos + CRC_START : pos + size])
 
 
 def parse_batch(
@@ -560,7 +560,7 @@ def build_batch(
         base_offset, MIN_BATCH_LENGTH + len(payload), partition_leader_epoch, MAGIC_V2, 0,
         attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
         producer_epoch, base_sequence, len(records)))
-    CRC_FIELD.pack_into(header, CRC_OFFSET, crc32c.crc32c(bytes(header[CRC_START:]) + payload))
+    CRC_FIELD.pack_into(header, CRC_OFFSET, crc32c_of(bytes(header[CRC_START:]) + payload))
     return bytes(header) + payload
 
 

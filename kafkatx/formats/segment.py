@@ -13,7 +13,6 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import crc32c
 import numpy as np
 
 from kafkatx.errors import FormatError
@@ -30,6 +29,7 @@ from kafkatx.formats.batch_layout import (
     MAGIC_V2,
     MIN_BATCH_LENGTH,
 )
+from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.record_batch import RecordBatch, parse_batch
 
 # LegacyRecord.RECORD_OVERHEAD_V0 / V1: the smallest legacy message (without offset + size).
@@ -250,7 +250,7 @@ def _plausible_at(buf: bytes | memoryview, q: int, end: int) -> bool:
         if length < MIN_BATCH_LENGTH or q + LOG_OVERHEAD + length > end:
             return False
         stored = CRC_FIELD.unpack_from(buf, q + CRC_OFFSET)[0]
-        return crc32c.crc32c(memoryview(buf)[q + CRC_START : q + LOG_OVERHEAD + length]) == stored
+        return crc32c_of(memoryview(buf)[q + CRC_START : q + LOG_OVERHEAD + length]) == stored
     if length < LEGACY_MIN_MESSAGE[magic] or q + LOG_OVERHEAD + length > end:
         return False
     stored = struct.unpack_from(">I", buf, q + LOG_OVERHEAD)[0]

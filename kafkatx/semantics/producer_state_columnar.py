@@ -258,7 +258,9 @@ def plan_run(cols: RunColumns, psm: ProducerStateManager, *, tracked_open: dict[
     bounds = (np.flatnonzero(np.r_[True, key_data[1:] != key_data[:-1]]) if len(key_data)
               else _NO_ROWS)
     run_keys = key_data[bounds]
-    keys = np.unique(np.concatenate((run_keys, key_marker, key_cont)))
+    # Sorted distinct keys (np.unique would also import numpy.ma: ~15 ms of every start-up).
+    keys = np.sort(np.concatenate((run_keys, key_marker, key_cont)))
+    keys = keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
     t = len(keys)
     txn_group = keys // (n + 2)
     txn_seg = keys % (n + 2)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-import crc32c
-
 from kafkatx.formats.batch_layout import (
     ATTRIBUTES_FIELD,
     ATTRIBUTES_OFFSET,
@@ -35,6 +33,7 @@ from kafkatx.formats.batch_layout import (
     PARTITION_LEADER_EPOCH_OFFSET,
     TIMESTAMP_TYPE_MASK,
 )
+from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.record_batch import NO_PRODUCER_ID, RecordBatchHeader
 
 _FIELDS = tuple(f.name for f in fields(RecordBatchHeader))
@@ -104,7 +103,7 @@ def split_batches(data: bytes | bytearray | memoryview) -> tuple[list[BatchHeade
 def crc_valid(data: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
     """``DefaultRecordBatch#isValid``: CRC-32C over [attributes, end of batch)."""
     start = header.position
-    return crc32c.crc32c(memoryview(data)[start + CRC_START:start + header.size]) == header.crc
+    return crc32c_of(memoryview(data)[start + CRC_START:start + header.size]) == header.crc
 
 
 def set_base_offset(buf: bytearray, position: int, base_offset: int) -> None:
@@ -121,7 +120,7 @@ def set_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> Non
     ATTRIBUTES_FIELD.pack_into(buf, pos + ATTRIBUTES_OFFSET,
                                header.attributes | TIMESTAMP_TYPE_MASK)
     MAX_TIMESTAMP_FIELD.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, now_ms)
-    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header.size])
+    crc = crc32c_of(memoryview(buf)[pos + CRC_START:pos + header.size])
     CRC_FIELD.pack_into(buf, pos + CRC_OFFSET, crc)
 
 
