@@ -45,9 +45,9 @@ from kafkatx.formats.record_batch import (
     ControlType,
     RecordBatch,
     control_type_name,
-    iter_records,
     render_bytes,
 )
+from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
 from kafkatx.storage.files import open_bytes
@@ -374,7 +374,7 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
     not decode keeps its bytes with ``decode_error`` and adds an ``invalid_record`` problem (at
     the record's position, or the batch's when compressed) to ``undecodable``."""
     out = []
-    for rec in iter_records(data, batch.position, batch.header, path=file):
+    for rec in read_records(data, batch.position, batch.header, path=file):
         if not flt.offsets_overlap(rec.offset, rec.offset):
             continue
         if batch.header.is_control and topic == METADATA_TOPIC:

@@ -217,9 +217,12 @@ def _resync(
 
 
 def _all_zero(buf: bytes | memoryview, pos: int, end: int) -> bool:
-    if buf[pos] != 0:
+    # A batch's first bytes (its base offset's high bytes) are zero but its magic byte is not:
+    # the header is compared first, so a file is not read to its end at every batch.
+    probe = min(end, pos + HEADER_SIZE_UP_TO_MAGIC)
+    if bytes(buf[pos:probe]) != bytes(probe - pos):
         return False
-    return not np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos).any()
+    return not np.frombuffer(buf, dtype=np.uint8, count=end - probe, offset=probe).any()
 
 
 def find_next_entry(buf: bytes | memoryview, start: int, window: int = 1 << 20) -> int | None:
