@@ -20,6 +20,7 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.restart_view import AFTER_RESTART, VIEW_LINES
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.output import glyph, stderr_console, stdout_console
+from kafkatx.cli.plain_table import plain_table_text
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
 
@@ -115,6 +116,12 @@ class FitTable:
 
     def render(self, out: Console, *, note: bool = True) -> list[str]:
         """Print the table fitted to ``out``; with ``note``, say which columns gave way."""
+        plain = None if self.title else plain_table_text(
+            out, self.columns, [cells for cells, _ in self.rows], show_header=self.show_header,
+            gap=TABLE_GAP)
+        if plain is not None:
+            out.file.write(plain)
+            return []
         table, dropped, needed = self.fit(out.width)
         if needed > out.width:
             out.print(table, width=needed, crop=False)
