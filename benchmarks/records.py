@@ -52,15 +52,14 @@ def aiokafka_decode(log: Path) -> tuple[float, int]:
     t0 = time.process_time()
     records = MemoryRecords(data)
     n = 0
-    fields = []
     while True:
         batch = records.next_batch()
         if batch is None:
             break
         for record in batch:
-            fields.append((record.offset, record.timestamp, record.key, record.value,
-                           record.headers))
+            last = (record.offset, record.timestamp, record.key, record.value, record.headers)
             n += 1
+    assert n == 0 or last
     return time.process_time() - t0, n
 
 
@@ -76,19 +75,22 @@ def main(argv: list[str] | None = None) -> int:
     shape = Shape(batches=args.batches, records=args.records, txn_batches=5)
     root = build_in_child(shape)
     log = root / f"{TOPIC}-0" / "00000000000000000000.log"
+    compile_sources(args.kafkatx_root)
+    results = []
+    for name in args.commands.split(","):
+        cmd = [sys.executable, "-m", "kafkatx", *COMMANDS[name](root, log)]
+        results.append((name, *run(cmd, args.repeat, args.kafkatx_root)))
+    # In this process, after the commands: a child inherits its parent's peak RSS.
     aio_cpu = min(aiokafka_decode(log)[0] for _ in range(args.repeat))
     _, n = aiokafka_decode(log)
-    compile_sources(args.kafkatx_root)
     print(f"{n:,} records in {args.batches:,} batches, {log.stat().st_size / 2**20:.1f} MiB; "
           f"best of {args.repeat}")
     print(f"{'run':<26}{'wall s':>8}{'cpu s':>8}{'records/cpu s':>15}{'cpu vs aiokafka':>17}"
           f"{'peak RSS MB':>13}")
     print(f"{'aiokafka C decode':<26}{'':>8}{aio_cpu:>8.2f}{n / aio_cpu:>15,.0f}{1:>16.2f}x")
-    for name in args.commands.split(","):
-        cmd = [sys.executable, "-m", "kafkatx", *COMMANDS[name](root, log)]
-        wall, cpu, peak = run(cmd, args.repeat, args.kafkatx_root)
+    for name, wall, cpu, peak in results:
         print(f"{'kafkatx ' + name:<26}{wall:>8.2f}{cpu:>8.2f}{n / cpu:>15,.0f}"
-              f"{cpu / aio_cpu:>16.2f}x{peak / 2**20:>13,.0f}", flush=True)
+              f"{cpu / aio_cpu:>16.2f}x{peak / 2**20:>13,.0f}")
     return 0
 
 
