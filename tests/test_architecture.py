@@ -176,3 +176,12 @@ def test_the_checks_see_what_they_check() -> None:
     assert not upward("kafkatx.broker.protocol.server", "kafkatx.broker.context")
     assert not upward("kafkatx.cli.main", "kafkatx.formats.segment")
     assert "kafkatx.broker.context" in GRAPH["kafkatx.broker.protocol.server"]
+
+
+def test_the_analysis_opens_no_file() -> None:
+    """``kafkatx.analysis`` works on what storage read (``kafkatx.storage.readers``); only
+    storage opens evidence files (issue 23 item 5)."""
+    opening = {name for name, targets in GRAPH.items()
+               if name.startswith("kafkatx.analysis") and "kafkatx.storage.files" in targets}
+    assert not opening, f"analysis modules opening files themselves: {sorted(opening)}"
+    assert "kafkatx.storage.files" in GRAPH["kafkatx.storage.readers"]  # the check can fail

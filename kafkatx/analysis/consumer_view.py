@@ -27,7 +27,7 @@ from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import ControlType, Record, render_bytes
 from kafkatx.formats.record_decode import read_records_at
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
-from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
+from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.read_committed import (
     CODE_ABORTED,
     CODE_CONTROL,
@@ -42,7 +42,7 @@ from kafkatx.semantics.read_committed import (
     max_fetch_offset,
 )
 from kafkatx.storage.discovery import PartitionDir
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import read_txn_index_file, scan_segment_file, segment_buffer
 
 VISIBLE = None
 ABORTED = "aborted"
@@ -104,8 +104,7 @@ class ConsumerView:
 
 
 def _scan(path: Path) -> SegmentScan:
-    with open_bytes(path) as data:
-        return scan_segment(data, path=str(path))
+    return scan_segment_file(path)
 
 
 def prepare(
@@ -271,8 +270,7 @@ def _txn_index_entries(pdir: PartitionDir, leo: int) -> list[AbortedTxnEntry]:
     for seg in pdir.segments:
         if seg.txnindex is None:
             continue
-        with open_bytes(seg.txnindex) as data:
-            read = read_txn_index(bytes(data), path=str(seg.txnindex), base_offset=seg.base_offset)
+        read = read_txn_index_file(seg.txnindex, base_offset=seg.base_offset)
         # An entry is written when its ABORT marker is appended: later ones did not exist yet.
         out.extend(e for e in read.entries if e.last_offset < leo)
     return out
@@ -390,7 +388,7 @@ def replay_segment(
     for a in sorted(aborted):
         aborted_firsts.setdefault(a.producer_id, []).append(a.first_offset)
     log = fetch.log
-    with open_bytes(log) as data:
+    with segment_buffer(log) as data:
         scan = scan_segment(data, path=str(log))
         h = scan.headers
         base_all = h.base_offset

@@ -50,8 +50,8 @@ from kafkatx.formats.record_batch import (
 from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
-from kafkatx.storage.files import open_bytes
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
+from kafkatx.storage.readers import file_bytes, segment_buffer
 
 OFFSET_CHECKPOINTS = (
     "replication-offset-checkpoint",
@@ -175,12 +175,10 @@ def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iter
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
         return
     if kind in ("offset_index", "time_index", "txn_index", "producer_snapshot"):
-        with open_bytes(path) as data:
-            yield from _dump_binary(file, bytes(data), kind, path, flt)
+        yield from _dump_binary(file, file_bytes(path), kind, path, flt)
         return
     # Bytes, not text: each reader says which line is not UTF-8, as a problem of the file.
-    with open_bytes(path) as data:
-        yield from _dump_text(file, bytes(data), kind, flt)
+    yield from _dump_text(file, file_bytes(path), kind, flt)
 
 
 def _problem(file: str, position: int | None, message: str, problem: str) -> dict:
@@ -262,7 +260,7 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
     file = str(path)
     topic = topic or internal_topic(path)
     decode = records or topic is not None
-    with open_bytes(path) as data:
+    with segment_buffer(path) as data:
         if not decode:
             yield from _scan_items(scan_segment(data, path=file), flt, file)
             return

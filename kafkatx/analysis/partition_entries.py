@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kafkatx.errors import UnreadableFileError
-from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment
+from kafkatx.formats.segment import SegmentEntry, SegmentProblem
 from kafkatx.storage.discovery import PartitionDir
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import iter_segment_file
 
 
 def iter_partition_entries(pdir: PartitionDir, problems: list[str]
@@ -19,8 +19,7 @@ def iter_partition_entries(pdir: PartitionDir, problems: list[str]
             continue
         path = str(seg.log)
         try:
-            with open_bytes(seg.log) as buf:
-                for item in iter_segment(buf, path=path, decode_records=True):
-                    yield path, item
+            for item in iter_segment_file(seg.log, decode_records=True):
+                yield path, item
         except UnreadableFileError as exc:
             problems.append(str(exc))

@@ -30,10 +30,9 @@ from kafkatx.analysis.checks import SnapshotFile
 from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import OPEN, ReplayResult, Transaction
 from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
-from kafkatx.formats.producer_snapshot import read_producer_snapshot
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.semantics.producer_state import ProducerStateManager
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import read_snapshot_file
 
 TailScans = Callable[[int], Iterable[SegmentScan]]  # the segments holding offsets >= the arg
 
@@ -52,10 +51,8 @@ def read_snapshots(snapshots: Iterable[tuple[int, Path]]) -> list[SnapshotFile]:
     """A partition dir's ``<offset>.snapshot`` files, parsed (problems kept, never raised)."""
     out: list[SnapshotFile] = []
     for offset, path in snapshots:
-        with open_bytes(path) as data:
-            raw = bytes(data)
         out.append(SnapshotFile(offset=offset, path=str(path),
-                                snapshot=read_producer_snapshot(raw, path=str(path))))
+                                snapshot=read_snapshot_file(path)))
     return out
 
 

@@ -24,11 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kafkatx.errors import UnreadableFileError
-from kafkatx.formats.checkpoints import read_leader_epoch_checkpoint
-from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.semantics.leader_epochs import EpochCache
 from kafkatx.storage.discovery import PartitionDir, high_watermarks
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import read_leader_epoch_checkpoint_file, scan_segment_file
 
 TopicPartition = tuple[str, int]
 
@@ -66,8 +64,7 @@ def _headers(pdir: PartitionDir, problems: list[str], *, last_only: bool
         if seg.log is None:
             continue
         try:
-            with open_bytes(seg.log) as data:
-                h = scan_segment(data, path=str(seg.log)).headers
+            h = scan_segment_file(seg.log).headers
         except UnreadableFileError as exc:
             problems.append(str(exc))
             continue
@@ -96,8 +93,7 @@ def epoch_cache(pdir: PartitionDir, leo: int, problems: list[str]) -> EpochCache
     path = pdir.leader_epoch_checkpoint
     if path is not None:
         try:
-            with open_bytes(path) as data:
-                cp = read_leader_epoch_checkpoint(bytes(data), path=str(path))
+            cp = read_leader_epoch_checkpoint_file(path)
         except UnreadableFileError as exc:
             problems.append(str(exc))
         else:

@@ -22,10 +22,9 @@ from kafkatx.analysis.replica_authority import ReplicaSet, position, replica_set
 from kafkatx.errors import UnreadableFileError
 from kafkatx.formats.batch_layout import TRANSACTIONAL_FLAG
 from kafkatx.formats.record_batch import ControlType
-from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.semantics.leader_epochs import truncation_offset
 from kafkatx.storage.discovery import Discovery, PartitionDir
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import scan_segment_file
 
 AUTHORITATIVE = "authoritative"
 IN_SYNC = "in_sync"
@@ -52,8 +51,7 @@ class _Batches:
             if seg.log is None:
                 continue
             try:
-                with open_bytes(seg.log) as data:
-                    scan = scan_segment(data, path=str(seg.log))
+                scan = scan_segment_file(seg.log)
             except UnreadableFileError as exc:
                 problems.append(str(exc))
                 continue

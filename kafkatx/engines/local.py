@@ -309,6 +309,9 @@ def analyze_partition(
                                     or DEFAULT_MAX_TRANSACTION_TIMEOUT_MS),
         max_timeout_said=options.max_timeout_said,
     )
+    if prediction is not None and options.view != AFTER_RESTART and not prediction.failed:
+        pctx.restart_forgets = {(t.producer_id, t.first_offset): t.records
+                                for t in prediction.forgotten}
     for check in partition_checks():
         findings.extend(check(pctx))
     if finalize is not None:

@@ -78,6 +78,9 @@ class PartitionContext:
     max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
     max_timeout_said: str = "--max-transaction-timeout-ms"  # where that threshold came from
     swap_recovery: SwapRecoveryPlan | None = None  # what the next load does with leftovers
+    # The transactions open as found that a broker restart on these files forgets, by
+    # (producer id, first offset) -> their data records (kafkatx.analysis.restart_view).
+    restart_forgets: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]

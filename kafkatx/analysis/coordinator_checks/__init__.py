@@ -116,7 +116,8 @@ class CoordinatorChecks:
         for v in pj.verdicts:
             if v.status == HANGING:
                 f = rules.hanging(v, path=ctx.path, stable=ctx.stable,
-                                  stale_copy=self._stale_copy(pdir, v, replay.max_timestamp))
+                                  stale_copy=self._stale_copy(pdir, v, replay.max_timestamp),
+                                  restart=rules.restart_step(v, forgets=ctx.restart_forgets))
                 new.append((f, v, v.coordinator))
                 if v.coordinator is not None:
                     v.coordinator.hanging = True

@@ -22,7 +22,7 @@ from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import read_entry
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
-from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import segment_buffer
 
 _LONE = ("empty_transaction",)
 
@@ -46,7 +46,7 @@ def lone_markers(ctx: PartitionContext) -> Iterator[Marker]:
             by_path.setdefault(e.batch.path, []).append(e.batch.position)
     for path, positions in by_path.items():
         try:
-            with open_bytes(path) as buf:
+            with segment_buffer(path) as buf:
                 for pos in positions:
                     m = _marker_at(buf, pos, path)
                     if m is not None:
@@ -105,7 +105,7 @@ def read_offset_commits(pdir: PartitionDir, txns: list[Transaction]
             continue
         assert seg.log is not None
         try:
-            with open_bytes(seg.log) as buf:
+            with segment_buffer(seg.log) as buf:
                 _read_segment_commits(buf, str(seg.log), pdir.partition, inside, out)
         except KafkatxError:
             continue

@@ -55,8 +55,31 @@ def _span(v: DataVerdict) -> str:
     return f"from offset {t.first_offset} (last data at {t.last_data_offset})"
 
 
+def restart_step(v: DataVerdict, *, forgets: dict[tuple[int, int], int]) -> Step | None:
+    """What a broker restart on the evidence would cost, as a step before the abort, when
+    Kafka's load forgets this hanging transaction (``kafkatx.analysis.restart_view``); a
+    restart that rebuilds it open is ``restart_keeps_transaction``'s to say."""
+    t = v.txn
+    key = (t.producer_id, t.first_offset)
+    if key not in forgets:
+        return None
+    served = (f"serves its {forgets[key]} record(s) to read_committed consumers"
+              if forgets[key] else "lets read_committed consumers read past it")
+    decision = v.coordinator.decision if v.coordinator is not None else None
+    if decision == COMMIT:
+        return Step(f"a broker restart would clear it too: loading these files forgets it (no "
+                    f"marker, no .txnindex entry) and {served}, as its coordinator's COMMIT "
+                    "decided, where an abort discards them (see restart_changes); the other "
+                    "copies of the partition must be restarted alike")
+    why = ("its coordinator ABORTED it" if decision == ABORT
+           else "nothing says it was committed")
+    return Step(f"do not restart the broker to clear it: loading these files forgets it (no "
+                f"marker, no .txnindex entry) and {served} as if committed, though {why} "
+                "(see restart_changes); abort it instead")
+
+
 def hanging(v: DataVerdict, *, path: str, stable: StableOffsets,
-            stale_copy: str | None = None) -> Finding:
+            stale_copy: str | None = None, restart: Step | None = None) -> Finding:
     t = v.txn
     message = (f"{_who(v)} has an open transaction in {tp_name(v.tp)} {_span(v)} that no marker "
                f"will close: {v.reason}")
@@ -67,12 +90,13 @@ def hanging(v: DataVerdict, *, path: str, stable: StableOffsets,
         message += " (written by a zombie: see zombie_write)"
     if stale_copy:
         message += f" ({stale_copy})"
+    abort = abort_command(v.topic, v.partition, t.first_offset)
+    steps = (restart, Step("abort it", abort)) if restart is not None else ()
     return Finding(kind="hanging_transaction", severity=ERROR if v.certain else WARNING,
                    topic=v.topic, partition=v.partition, producer_id=t.producer_id,
                    producer_epoch=t.producer_epoch, transactional_id=v.transactional_id,
-                   offset=t.first_offset, location=path,
-                   message=message, remediation=abort_command(v.topic, v.partition,
-                                                              t.first_offset))
+                   offset=t.first_offset, location=path, message=message,
+                   remediation=steps_text(steps) if steps else abort, steps=steps)
 
 
 def orphan(v: DataVerdict, *, path: str, stable: StableOffsets) -> Finding:
@@ -274,11 +298,13 @@ def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None,
                      f"{start} --to-offset {t.last_data_offset} --records --format jsonl > "
                      f"{v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}"
                      f"-{copy}.jsonl")
+    abort = f.steps[-1].command if f.steps else f.remediation
     steps = (first,
              Step("confirm on the live cluster that it hangs (this copy may come from a "
                   "lagging replica)", f"{tool} find-hanging {where_args}"),
              Step("see which producer holds it", f"{tool} describe-producers {where_args}"),
-             Step("only then abort it", f.remediation))
+             *f.steps[:-1],
+             Step("only then abort it", abort))
     return replace(f, message=f.message + text, remediation=steps_text(steps), steps=steps)
 
 

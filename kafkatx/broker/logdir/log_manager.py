@@ -61,9 +61,8 @@ from kafkatx.formats.internal_topics import (
     INTERNAL_TOPICS,
     TRANSACTION_STATE_TOPIC,
 )
-from kafkatx.storage.layout import parse_partition_dir
+from kafkatx.storage.layout import CLEAN_SHUTDOWN_FILE, parse_partition_dir
 
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # CleanShutdownFileHandler.CLEAN_SHUTDOWN_FILE_NAME
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
