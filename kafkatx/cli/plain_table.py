@@ -13,12 +13,17 @@ tests/test_plain_table.py proves the text equal to rich's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from kafkatx.cli.render import Col
+
+class Col(Protocol):
+    """What a column needs here (``kafkatx.cli.render.Col`` has it)."""
+
+    name: str
+    justify: str
 
 _PRINTABLE_ASCII = frozenset(chr(c) for c in range(32, 127))
 
