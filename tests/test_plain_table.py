@@ -37,7 +37,7 @@ def _rich_text(columns: list[Col], rows: list[list[str]], header: bool, width: i
     return buf.getvalue()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(COLUMNS, st.data(), st.booleans(), st.sampled_from([40, 80, 220]))
 def test_plain_text_is_riches(columns: list[Col], data: st.DataObject, header: bool,
                               width: int) -> None:

@@ -5,8 +5,8 @@ rich measures and renders every cell through several layers of objects (~0.5 ms 
 ``NO_COLOR``) a table whose cells are plain printable ASCII and whose columns all fit at their
 natural widths prints as fixed-width lines; :func:`plain_table_text` writes those lines itself
 and returns None for anything else (colours, markup or emoji codes that change a cell,
-characters of other widths, an empty column, a table that must shrink or drop columns),
-which rich then renders.
+spaces at either end of a cell, characters of other widths, an empty column, a table that
+must shrink or drop columns), which rich then renders.
 tests/test_plain_table.py proves the text equal to rich's.
 """
 
@@ -40,6 +40,8 @@ def _cell_text(out: Console, cell: str) -> str | None:
     else:
         text = cell
     if not text.isascii() or not _PRINTABLE_ASCII.issuperset(text):
+        return None
+    if text != text.strip(" "):  # rich strips a right-justified cell's trailing spaces
         return None
     return text
 
