@@ -50,6 +50,19 @@ def _start(tmp_path: Path, ck: Any) -> KafkaBroker:
     return cluster
 
 
+def _open_transaction(cluster: KafkaBroker, ck: Any, txn_id: str, topic: str, partitions: int,
+                      prefix: str) -> Any:
+    """A librdkafka transactional producer with one record in each of ``partitions``, flushed."""
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                            "transactional.id": txn_id, "acks": "all"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    for p in range(partitions):
+        producer.produce(topic, value=f"{prefix}-{p}".encode(), partition=p)
+    producer.flush(10)
+    return producer
+
+
 @pytest.mark.parametrize("decision", ["abort", "commit"])
 def test_an_end_txn_the_isr_lacks_is_not_confirmed_and_is_decided_once(
         tmp_path: Path, decision: str) -> None:
@@ -57,13 +70,7 @@ def test_an_end_txn_the_isr_lacks_is_not_confirmed_and_is_decided_once(
     cluster = _start(tmp_path, ck)
     try:
         txn_id = f"tx-{decision}"
-        producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
-                                "transactional.id": txn_id, "acks": "all"})
-        producer.init_transactions(15)
-        producer.begin_transaction()
-        for p in range(3):
-            producer.produce(TOPIC, value=f"first-{p}".encode(), partition=p)
-        producer.flush(10)
+        producer = _open_transaction(cluster, ck, txn_id, TOPIC, 3, "first")
         coordinator = _coordinator(cluster, txn_id)
         for other in (n for n in (1, 2, 3) if n != coordinator):
             cluster.cut_replication(coordinator, other)
@@ -178,13 +185,7 @@ def test_a_marker_is_awaited_on_the_leader_it_was_written_to(tmp_path: Path) -> 
                 [victim, heir, coordinator]] * 2)]).values():
             future.result(10)
         del admin
-        producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers,
-                                "transactional.id": txn_id, "acks": "all"})
-        producer.init_transactions(15)
-        producer.begin_transaction()
-        for p in range(2):
-            producer.produce(topic, value=f"record-{p}".encode(), partition=p)
-        producer.flush(10)
+        producer = _open_transaction(cluster, ck, txn_id, topic, 2, "record")
         # The heir (next in line to lead both partitions) no longer fetches from the victim;
         # both still fetch from the coordinator, so PrepareCommit becomes durable.
         cluster.cut_replication(victim, heir)
