@@ -46,9 +46,6 @@ BROKER_ROOMS: list[tuple[str, ...]] = [
     ("kafkatx.broker.protocol",),
     ("kafkatx.broker.composition", "kafkatx.broker.control"),
 ]
-# Modules of a room that are not yet in its package: kafkatx/broker/log_loader.py moves into
-# kafkatx/broker/logs/ once the load-path work on it is in.
-IN_ROOM = {"kafkatx.broker.log_loader": "kafkatx.broker.logs"}
 # (importer, imported) still running up, to be moved (issue 23 item 5).
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 # Modules still over MAX_LINES, to be split (issue 23 item 6).
@@ -90,7 +87,6 @@ GRAPH = {name: {t for t in imports(name, path) if t != name} for name, path in M
 
 def room_of(module: str, rooms: list[tuple[str, ...]]) -> tuple[int, str] | None:
     """(level, room) of the longest room name that is ``module`` or a package holding it."""
-    module = IN_ROOM.get(module, module)
     best: tuple[int, str] | None = None
     for level, names in enumerate(rooms):
         for room in names:

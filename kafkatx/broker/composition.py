@@ -22,9 +22,9 @@ from kafkatx.broker.coordinators.group_coordinator import GroupCoordinator
 from kafkatx.broker.coordinators.txn_coordinator import TransactionCoordinator
 from kafkatx.broker.faults import Faults
 from kafkatx.broker.kraft.producer_ids import ProducerIdManager
-from kafkatx.broker.log_loader import LoadInterrupted
 from kafkatx.broker.logdir.log_cleaner import LogCleaner
 from kafkatx.broker.logdir.log_manager import LogManager
+from kafkatx.broker.logs.log_loader import LoadInterrupted
 from kafkatx.broker.protocol.handlers import load_handlers
 from kafkatx.broker.protocol.lifecycle import StopRequest
 from kafkatx.broker.protocol.server import Broker

@@ -34,7 +34,7 @@ image and is not predicted here).
 
 Pure: the evidence is read, never written. Every file the load would create, rewrite, truncate
 or delete is a :class:`FileAction` naming the Kafka step; ``kafkatx serve`` carries them out
-(:mod:`kafkatx.broker.log_loader`), ``--after-restart`` reports them.
+(:mod:`kafkatx.broker.logs.log_loader`), ``--after-restart`` reports them.
 """
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ from kafkatx.broker.config.broker_config import LEADER_EPOCH, BrokerConfig
 from kafkatx.broker.config.dynamic import DynamicBrokerConfigs, topic_config_value
 from kafkatx.broker.kraft.controller import BROKER_RESOURCE, Controller
 from kafkatx.broker.kraft.metadata_log import METADATA_DIR, KRaftMetadataLog
-from kafkatx.broker.log_loader import LoadProgress
 from kafkatx.broker.logdir.epoch_start import truncate_epoch_cache_from_start
 from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.broker.logs.files import atomic_write, create_if_missing
+from kafkatx.broker.logs.log_loader import LoadProgress
 from kafkatx.broker.logs.log_values import AppendError, LogConfig
 from kafkatx.broker.logs.partition_log import LogLoadError, PartitionLog
 from kafkatx.formats.checkpoints import (

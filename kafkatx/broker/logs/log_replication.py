@@ -8,15 +8,15 @@ import bisect
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.log_loader import (
-    replay,
-    snapshot_offsets,
-)
 from kafkatx.broker.logs.batch_header import (
     BatchFrameError,
     split_batches,
 )
 from kafkatx.broker.logs.files import atomic_write
+from kafkatx.broker.logs.log_loader import (
+    replay,
+    snapshot_offsets,
+)
 from kafkatx.broker.logs.log_values import (
     AppendError,
 )
@@ -92,7 +92,7 @@ class LogReplication:
         """``UnifiedLog#appendAsFollower``: the leader's batches stored byte for byte at the
         offsets they carry (no offset assignment, no validation beyond framing and order);
         producer state through the same core as the loader's replay (origin REPLICATION,
-        :func:`kafkatx.broker.log_loader.replay`), a ``.txnindex`` entry for each abort, the
+        :func:`kafkatx.broker.logs.log_loader.replay`), a ``.txnindex`` entry for each abort, the
         leader epoch cache from each batch's partition leader epoch. Unlike Kafka, which rolls
         by the size of the whole fetched chunk, each batch is rolled as the leader rolled it,
         so the segment files stay byte-identical to the leader's. Returns the number of

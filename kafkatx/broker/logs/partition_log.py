@@ -25,13 +25,6 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.log_loader import (
-    LoadedLog,
-    LoadProgress,
-    LogLoader,
-    LogLoadError,
-    snapshot_offsets,
-)
 from kafkatx.broker.logs.batch_header import (
     BatchFrameError,
     BatchHeader,
@@ -43,6 +36,13 @@ from kafkatx.broker.logs.batch_header import (
     split_batches,
 )
 from kafkatx.broker.logs.files import atomic_write
+from kafkatx.broker.logs.log_loader import (
+    LoadedLog,
+    LoadProgress,
+    LogLoader,
+    LogLoadError,
+    snapshot_offsets,
+)
 from kafkatx.broker.logs.log_reads import LogReads
 from kafkatx.broker.logs.log_replication import LogReplication
 from kafkatx.broker.logs.log_segment import BatchTable, LogSegment
@@ -139,7 +139,8 @@ class PartitionLog(LogReplication, LogReads):
     def open(self, log_start_offset_checkpoint: int = 0, *, recovery_point: int = 0,
              had_clean_shutdown: bool = False, now_ms: int | None = None,
              progress: LoadProgress | None = None) -> None:
-        """Load the directory as ``LogLoader#load`` does (see :mod:`kafkatx.broker.log_loader`),
+        """Load the directory as ``LogLoader#load`` does (see
+        :mod:`kafkatx.broker.logs.log_loader`),
         then start a new active segment at the log end offset. Unlike Kafka, which appends to the
         last segment, appends continue in a fresh segment.
 

@@ -29,10 +29,10 @@ from kafkatx.broker.config.broker_config import BrokerConfig
 from kafkatx.broker.context import ClusterView, RequestContext
 from kafkatx.broker.faults import reject_response
 from kafkatx.broker.kraft.producer_ids import ProducerIdManager
-from kafkatx.broker.log_loader import LoadProgress
 from kafkatx.broker.logdir.log_cleaner import CleanResult
 from kafkatx.broker.logdir.log_manager import kafka_uuid, random_topic_id
 from kafkatx.broker.logdir.work_steps import run_steps_in_slices
+from kafkatx.broker.logs.log_loader import LoadProgress
 from kafkatx.broker.logs.partition_log import fsync_files
 from kafkatx.broker.protocol.coordinator_routing import (
     await_coordinator_replication,
