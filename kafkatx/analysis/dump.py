@@ -6,7 +6,6 @@ the documented contract for that kind. Damage is reported as items of kind ``pro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from kafkatx.formats.record_batch import (
 from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
+from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 from kafkatx.storage.readers import file_bytes, segment_buffer
 
@@ -129,19 +129,7 @@ def internal_topic(path: Path) -> str | None:
 
 def expand_paths(paths: Iterable[str], stats: DumpStats) -> list[Path]:
     """Files given, plus every known file under directories given (sorted, recursive)."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for name in sorted(files):
-                    child = Path(root) / name
-                    if file_type(child) is not None:
-                        out.append(child)
-        else:
-            out.append(p)
-    return out
+    return walk_files(paths, lambda child: file_type(child) is not None)
 
 
 def dump(
@@ -151,7 +139,7 @@ def dump(
     for path in expand_paths(paths, stats):
         kind = file_type(path)
         if kind is None:
-            if not path.exists():
+            if not present(path):
                 stats.unreadable.append(f"{path}: no such file or directory")
             else:
                 stats.ignored.append(str(path))
@@ -459,18 +447,7 @@ def _txn_record_matches(d: dict, flt: DumpFilter) -> bool:
 
 def transaction_state_dirs(paths: Iterable[str]) -> list[Path]:
     """``__transaction_state-N`` dirs among, inside, or beside the given paths."""
-    found: set[Path] = set()
-    for raw in paths:
-        p = Path(raw)
-        candidates = [p, p.parent, p.parent.parent] if p.exists() else []
-        for base in candidates:
-            if not base.is_dir():
-                continue
-            for child in [base, *sorted(base.iterdir())]:
-                parsed = parse_partition_dir(child.name)
-                if child.is_dir() and parsed and parsed.topic == TRANSACTION_STATE_TOPIC:
-                    found.add(child.resolve())
-    return sorted(found)
+    return topic_partition_dirs(paths, TRANSACTION_STATE_TOPIC)
 
 
 def producer_ids_for(transactional_id: str, paths: Iterable[str]) -> tuple[set[int], list[Path]]:
@@ -479,7 +456,7 @@ def producer_ids_for(transactional_id: str, paths: Iterable[str]) -> tuple[set[i
     pids: set[int] = set()
     flt = DumpFilter(transactional_id=transactional_id)
     for d in dirs:
-        for seg in sorted(d.glob("*.log")):
+        for seg in segment_files(d):
             for item in _dump_segment(seg, flt, records=True):
                 for rec in item.get("records", []) if item["kind"] == "batch" else []:
                     value = rec.get("value")

@@ -110,7 +110,7 @@ def render(summaries: Sequence[GroupSummary], out: Console, *, now_ms: int | Non
             who = p.transactional_id or f"producer {p.producer_id}"
             out.print(f"  pending transactional commit: {p.topic}-{p.partition} offset "
                       f"{p.offset} by {who} (epoch {p.producer_epoch}) at "
-                      f"__consumer_offsets-{p.consumer_offsets_partition} offset "
+                      f"{GROUP_METADATA_TOPIC}-{p.consumer_offsets_partition} offset "
                       f"{p.batch_offset}, {iso_ms(p.commit_timestamp)}: no marker, not "
                       f"applied{f' ({p.finding})' if p.finding else ''}; consumers that "
                       "fetch offsets with require_stable get UNSTABLE_OFFSET_COMMIT and wait "
@@ -128,7 +128,7 @@ def group_line(s: GroupSummary) -> str:
                 f"{s.members} member(s)"
     last = s.last_commit_timestamp
     where = "" if s.consumer_offsets_partition is None \
-        else f" in __consumer_offsets-{s.consumer_offsets_partition}"
+        else f" in {GROUP_METADATA_TOPIC}-{s.consumer_offsets_partition}"
     stuck = f", {s.stuck_partitions} stuck behind a transaction" if s.stuck_partitions else ""
     return (f"group {s.group} ({what}){where}: last commit {iso_ms(last)}, lag "
             f"{s.total('lag_offsets')} offsets / {s.total('lag_records_read_committed')} "

@@ -18,6 +18,7 @@ from kafkatx.analysis.findings import Finding, Step, rank
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.analysis.timeline import Timeline, TimelineTransaction
 from kafkatx.cli.render import merged_steps, plan_key
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC
 
 _CSS = """
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px 24px;
@@ -89,7 +90,7 @@ _JS = r"""
   const now = data.now_ms;
   const items = [];  // bars: {lane, start, end, cls, title, txn, marker?, states?}
   const laneKey = (t, p) => t + '-' + p;
-  const lanes = [{key: 'coordinator', label: 'coordinator', note: '__transaction_state'}];
+  const lanes = [{key: 'coordinator', label: 'coordinator', note: '@TXN_TOPIC@'}];
   for (const l of data.lanes) {
     lanes.push({key: laneKey(l.topic, l.partition), label: laneKey(l.topic, l.partition),
                 note: l.copied ? (l.broker || '') : 'not copied', lane: l});
@@ -253,7 +254,7 @@ _JS = r"""
       for (const st of it.states || []) {
         const sx = x(st.timestamp_ms);
         el('line', {x1: sx, x2: sx, y1: top - 2, y2: top + ROW + 2, class: 'state'}, svg,
-           st.state + ' at ' + iso(st.timestamp_ms) + ' (__transaction_state-' + st.partition +
+           st.state + ' at ' + iso(st.timestamp_ms) + ' (@TXN_TOPIC@-' + st.partition +
            ' offset ' + st.offset + ')');
       }
     }
@@ -277,7 +278,7 @@ _JS = r"""
   box.addEventListener('change', () => draw(box.checked));
   draw(box.checked);
 })();
-"""
+""".replace("@TXN_TOPIC@", TRANSACTION_STATE_TOPIC)
 
 
 def _row(t: TimelineTransaction, now_ms: int) -> str:

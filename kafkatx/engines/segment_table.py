@@ -20,7 +20,6 @@ pyarrow is imported when a function needs it (it comes with the ``spark`` extra)
 from __future__ import annotations
 
 import itertools
-import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,11 @@ import numpy as np
 from kafkatx.errors import KafkatxError
 from kafkatx.formats.batch_layout import (
     HEADER_SIZE_UP_TO_MAGIC,
+    LENGTH_FIELD,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MAGIC_V2,
     MIN_BATCH_LENGTH,
 )
 from kafkatx.formats.batchscan import HeaderColumns
@@ -170,14 +172,11 @@ def segment_refs(partitions: Iterable[PartitionDir]) -> list[SegmentRef]:
     return out
 
 
-_LENGTH = struct.Struct(">i")
-
-
 def _batch_starts_at(header: bytes, position: int, size: int) -> bool:
     """A v2 batch header that fits in the file starts at ``position``."""
-    if len(header) < HEADER_SIZE_UP_TO_MAGIC or header[MAGIC_OFFSET] != 2:
+    if len(header) < HEADER_SIZE_UP_TO_MAGIC or header[MAGIC_OFFSET] != MAGIC_V2:
         return False
-    (length,) = _LENGTH.unpack_from(header, 8)
+    (length,) = LENGTH_FIELD.unpack_from(header, LENGTH_OFFSET)
     return length >= MIN_BATCH_LENGTH and position + LOG_OVERHEAD + length <= size
 
 

@@ -16,6 +16,18 @@ from typing import Protocol
 
 import numpy as np
 
+from kafkatx.formats.batch_layout import (
+    BASE_OFFSET_FIELD,
+    BASE_OFFSET_OFFSET,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LAST_OFFSET_DELTA_FIELD,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_FIELD,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+)
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
@@ -190,8 +202,6 @@ class InvalidOffset(Exception):
 
 INT32_MAX = 2**31 - 1
 INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes, Kafka's default
-LOG_OVERHEAD = 12  # offset + size
-HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0
 
 
@@ -201,7 +211,7 @@ def _walk(data: bytes, start: int, where: str) -> Iterator[tuple[int, int]]:
     end = len(data)
     position = start
     while position < end - HEADER_SIZE_UP_TO_MAGIC:
-        size = int.from_bytes(data[position + 8:position + 12], "big", signed=True)
+        size = LENGTH_FIELD.unpack_from(data, position + LENGTH_OFFSET)[0]
         if size < MIN_RECORD_OVERHEAD:
             raise LoadFailure(f"{where}:{position}: record size {size} smaller than the minimum "
                               "record overhead (14): CorruptRecordException")
@@ -214,7 +224,8 @@ def _walk(data: bytes, start: int, where: str) -> Iterator[tuple[int, int]]:
 def _next_offset_at(data: bytes, position: int) -> int:
     """``RecordBatch#nextOffset`` of the entry at ``position``: v2, base offset + last offset
     delta + 1; v0/v1, the (wrapper) offset + 1."""
-    offset = int.from_bytes(data[position:position + 8], "big", signed=True)
-    if data[position + 16] >= 2:
-        return offset + int.from_bytes(data[position + 23:position + 27], "big", signed=True) + 1
+    offset = BASE_OFFSET_FIELD.unpack_from(data, position + BASE_OFFSET_OFFSET)[0]
+    if data[position + MAGIC_OFFSET] >= MAGIC_V2:
+        delta = LAST_OFFSET_DELTA_FIELD.unpack_from(data, position + LAST_OFFSET_DELTA_OFFSET)[0]
+        return offset + delta + 1
     return offset + 1
