@@ -2,7 +2,8 @@
 
 Each command runs ``--repeat`` times as a fresh process; the best wall and CPU (user + sys)
 seconds are printed, beside the floors measured the same way: a bare interpreter and one that
-only imports numpy (which ``lso`` needs). Bytecode is cached under a temporary
+only imports numpy (which ``lso`` needs), with OpenBLAS's default threads and with the one thread
+the CLI asks for (``OPENBLAS_NUM_THREADS=1``). Bytecode is cached under a temporary
 ``PYTHONPYCACHEPREFIX`` (as an installed package has it), even where the environment sets
 ``PYTHONDONTWRITEBYTECODE``.
 
@@ -51,6 +52,8 @@ def main() -> None:
         runs = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+            "  ... OPENBLAS_NUM_THREADS=1": ["env", "OPENBLAS_NUM_THREADS=1", sys.executable, "-c",
+                                             "import numpy"],
             "kafkatx --version": [*kafkatx, "--version"],
             "kafkatx lso (table)": [*kafkatx, "lso", str(logdir)],
             "kafkatx lso --format json": [*kafkatx, "lso", str(logdir), "--format", "json"],

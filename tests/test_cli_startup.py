@@ -64,6 +64,32 @@ def test_lso_imports_only_what_it_draws() -> None:
         assert name not in loaded, name
 
 
+# Loaded only when the evidence holds what they decode: a KRaft metadata log (the cluster
+# image and its joins), a __consumer_offsets partition (the group records), Spark.
+ONLY_WHEN_NEEDED = ("kafkatx.semantics.cluster_metadata", "kafkatx.analysis.cluster_view",
+                    "kafkatx.analysis.cluster_joins", "kafkatx.storage.metadata_log",
+                    "kafkatx.formats.metadata_records", "kafkatx.semantics.leader_high_watermark",
+                    "kafkatx.engines.partition_facts", "kafkatx.formats.consumer_offsets",
+                    "kafkatx.formats.group_records", "kafkatx.engines.spark", "pyspark")
+
+
+def test_lso_of_a_data_partition_loads_no_decoder_it_does_not_use() -> None:
+    """``lso`` of a data partition, the common path, stays lazy: each module above becoming an
+    eager import again fails here (start-up is measured in benchmarks/startup.py)."""
+    loaded = _modules_after(["lso", "fixtures/logdir/payments-0", "--format", "json"])
+    assert "kafkatx.engines.local" in loaded  # the inspection ran
+    assert not [name for name in ONLY_WHEN_NEEDED if name in loaded]
+
+
+def test_metadata_log_loads_its_decoders() -> None:
+    """The other side of the test above: the same modules do load when the evidence holds a
+    metadata log, so the names listed there are the ones that decode it."""
+    loaded = _modules_after(["lso", "fixtures/kraft", "--format", "json"])
+    for name in ("kafkatx.semantics.cluster_metadata", "kafkatx.analysis.cluster_joins",
+                 "kafkatx.storage.metadata_log"):
+        assert name in loaded, name
+
+
 def test_every_command_module_is_registered() -> None:
     """A ``*_cmd.py`` module added without an entry in ``COMMANDS`` would be unreachable."""
     modules = {f"kafkatx.cli.{p.stem}" for p in (ROOT / "kafkatx" / "cli").glob("*_cmd.py")}

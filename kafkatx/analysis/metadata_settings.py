@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING
 
 from kafkatx.errors import KafkatxError
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from kafkatx.semantics.cluster_metadata import ClusterImage
-from kafkatx.semantics.leader_high_watermark import high_watermark_is_log_end
 from kafkatx.storage.discovery import Discovery, LogDir, PartitionDir, cluster_id_of, node_id_of
 
 if TYPE_CHECKING:
     from kafkatx.analysis.cluster_view import ClusterView
+    from kafkatx.semantics.cluster_metadata import ClusterImage
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # kafka-transactions.sh find-hanging's default
 MAX_TIMEOUT_CONFIG = "transaction.max.timeout.ms"  # TransactionLogConfig
@@ -88,6 +87,9 @@ def leader_log_ends(evidence: Discovery, log_dir: LogDir | None) -> frozenset[tu
     image = None if node_id is None else metadata_image(evidence, log_dir=log_dir)
     if image is None or node_id is None:
         return frozenset()
+    # imported only with a metadata image: a log dir without one never builds the image types
+    from kafkatx.semantics.leader_high_watermark import high_watermark_is_log_end
+
     default = _int_config(image, MIN_ISR_CONFIG)
     return frozenset((t.name, pid) for t in image.topics.values()
                      for pid, part in t.partitions.items()

@@ -24,6 +24,11 @@ from kafkatx.errors import KafkatxError, MissingPathError
 
 VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
 
+# numpy's bundled OpenBLAS starts a thread per core when numpy is imported, and those threads
+# spin for ~0.1 CPU-s (measured on 2 cores: `import numpy` 0.20 CPU-s, 0.10 with one thread).
+# kafkatx does no linear algebra; a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 # name -> (module, attribute, summary for ``kafkatx --help``). A command's module is imported
 # only when that command runs (or its own --help is asked for), so ``kafkatx --help`` and each

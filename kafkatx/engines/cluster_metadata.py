@@ -8,16 +8,16 @@ log) with every live partition dir found (``kafkatx.analysis.cluster_joins``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kafkatx.analysis.cluster_joins import annotate_offset_gaps, join_partitions
-from kafkatx.analysis.cluster_view import ClusterView, build_cluster_view
 from kafkatx.analysis.findings import Finding, rank
-from kafkatx.engines.local import Inspection
-from kafkatx.engines.partition_facts import gather_partition_facts
 from kafkatx.formats.internal_topics import METADATA_TOPIC
 from kafkatx.storage.discovery import Discovery, PartitionDir, cluster_id_of, discover
 from kafkatx.storage.filesystems import is_uri
-from kafkatx.storage.metadata_log import open_metadata_dir
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.cluster_view import ClusterView
+    from kafkatx.engines.local import Inspection
 
 
 def _metadata_dirs(paths: Sequence[str], discovery: Discovery | None) -> list[PartitionDir]:
@@ -30,6 +30,9 @@ def _metadata_dirs(paths: Sequence[str], discovery: Discovery | None) -> list[Pa
 def cluster_views(paths: Sequence[str], *, as_of_offset: int | None = None,
                   discovery: Discovery | None = None) -> list[ClusterView]:
     """A view of each live ``__cluster_metadata-N`` partition dir discovery finds."""
+    from kafkatx.analysis.cluster_view import build_cluster_view
+    from kafkatx.storage.metadata_log import open_metadata_dir
+
     return [build_cluster_view(open_metadata_dir(p.path), as_of_offset=as_of_offset)
             for p in _metadata_dirs(paths, discovery)]
 
@@ -42,6 +45,16 @@ def join_inspection(paths: Sequence[str], result: Inspection) -> None:
     cluster is joined only when all the evidence is of one cluster.
     """
     metas = _metadata_dirs(paths, result.discovery)
+    if not metas:
+        result.clusters = []
+        return
+    # The metadata log's decoders and joins are imported only when the evidence holds one: a
+    # log dir of data partitions starts without them (benchmarks/startup.py).
+    from kafkatx.analysis.cluster_joins import annotate_offset_gaps, join_partitions
+    from kafkatx.analysis.cluster_view import build_cluster_view
+    from kafkatx.engines.partition_facts import gather_partition_facts
+    from kafkatx.storage.metadata_log import open_metadata_dir
+
     views = [build_cluster_view(open_metadata_dir(p.path)) for p in metas]
     result.clusters = views
     if not views or result.discovery is None:

@@ -17,7 +17,6 @@ from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timeline import Lane
 from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
 from kafkatx.errors import FormatError, KafkatxError
-from kafkatx.formats import consumer_offsets
 from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import read_entry
 from kafkatx.formats.segment_scan import scan_segment
@@ -144,6 +143,9 @@ def _offset_commit(key: bytes | None, value: bytes | None, record_offset: int, p
                    *, visible: bool, path: str) -> OffsetCommit | None:
     if key is None:
         return None
+    # The group records' decoders are built only when a __consumer_offsets partition is read.
+    from kafkatx.formats import consumer_offsets
+
     try:
         k = consumer_offsets.parse_key(key, path=path)
         if not isinstance(k, consumer_offsets.OffsetCommitKey):
