@@ -21,7 +21,6 @@ from typing import Any
 
 import construct as c
 
-from kafkatx.errors import FormatError
 from kafkatx.formats import group_records
 from kafkatx.formats.consumer_protocol import ASSIGNMENT, SUBSCRIPTION, decode_member_data
 from kafkatx.formats.group_records import GroupTypeKey, GroupTypeValue
@@ -47,6 +46,7 @@ from kafkatx.formats.transaction_log import (
     decode_tags,
     encode_tags,
     normalize_tags,
+    parse_versioned,
     present_tags,
     read_version,
     tags_to_json,
@@ -432,19 +432,9 @@ def parse_value(
 
 def _parse_offset_value(data: bytes, *, path: str | None, base: int) -> OffsetCommitValue:
     what = "offset commit value"
-    version = read_version(data, what=what, path=path, base=base)
-    struct = _OFFSET_VALUES.get(version)
-    if struct is None:
-        raise FormatError(f"unknown value version {version}", path=path, position=base,
-                          field=what)
-    raw = parse_exact(struct, data[2:], what=what, path=path, base=base + 2)
-    tag_values: dict[str, Any] = {}
-    unknown: RawTags = ()
-    explicit: frozenset[int] = frozenset()
-    if version >= FLEXIBLE_FROM:
-        tag_values, unknown, explicit = decode_tags(
-            raw.tags, OFFSET_VALUE_TAGS, what=what, path=path, position=base
-        )
+    version, raw = parse_versioned(data, _OFFSET_VALUES, what=what, path=path, base=base)
+    tag_values, unknown, explicit = decode_tags(raw.get("tags"), OFFSET_VALUE_TAGS, what=what,
+                                                path=path, position=base)
     return OffsetCommitValue(
         version=version,
         offset=raw.offset,
@@ -460,12 +450,7 @@ def _parse_offset_value(data: bytes, *, path: str | None, base: int) -> OffsetCo
 
 def _parse_group_value(data: bytes, *, path: str | None, base: int) -> GroupMetadataValue:
     what = "group metadata value"
-    version = read_version(data, what=what, path=path, base=base)
-    struct = _GROUP_VALUES.get(version)
-    if struct is None:
-        raise FormatError(f"unknown value version {version}", path=path, position=base,
-                          field=what)
-    raw = parse_exact(struct, data[2:], what=what, path=path, base=base + 2)
+    version, raw = parse_versioned(data, _GROUP_VALUES, what=what, path=path, base=base)
     flexible = version >= FLEXIBLE_FROM
     members = tuple(
         GroupMember(

@@ -11,7 +11,9 @@ the per-entry reader and turned into columns, so both give the same entries, pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -146,32 +148,41 @@ def _columns(entries: tuple[object, ...], *names: str) -> dict[str, I64]:
 def read_offset_index_columns(data: bytes | memoryview, *, base_offset: int,
                               path: str | None = None) -> OffsetIndexColumns:
     """:func:`read_offset_index` as columns (same entries, problems and tail)."""
-    data = bytes(data)
-    common = offset_index_common_case(data)
-    if common is None:
-        read = read_offset_index(data, base_offset=base_offset, path=path)
-        return OffsetIndexColumns(
-            base_offset=base_offset, problems=read.problems, path=path,
-            preallocated_tail_bytes=read.preallocated_tail_bytes,
-            **_columns(read.entries, "offset", "position", "file_position"))
-    rel, pos, tail = common
-    return OffsetIndexColumns(base_offset=base_offset, offset=rel + base_offset, position=pos,
-                              file_position=_positions(len(rel), offset_index.ENTRY_SIZE),
-                              preallocated_tail_bytes=tail, path=path)
+    return _index_columns(OffsetIndexColumns, data, base_offset, path)
 
 
 def read_time_index_columns(data: bytes | memoryview, *, base_offset: int,
                             path: str | None = None) -> TimeIndexColumns:
     """:func:`read_time_index` as columns (same entries, problems and tail)."""
+    return _index_columns(TimeIndexColumns, data, base_offset, path)
+
+
+def _index_columns(kind: type[_Columns], data: bytes | memoryview, base_offset: int,
+                   path: str | None) -> _Columns:
+    """An index file's columns: numpy over a well-formed file, else the per-entry reader's
+    entries (with its problems). The first two columns are what the entry holds (one of them
+    the offset relative to ``base_offset``)."""
     data = bytes(data)
-    common = time_index_common_case(data)
+    common_case, read, entry_size, names = _INDEX_KINDS[kind]
+    common = common_case(data)
     if common is None:
-        read = read_time_index(data, base_offset=base_offset, path=path)
-        return TimeIndexColumns(
-            base_offset=base_offset, problems=read.problems, path=path,
-            preallocated_tail_bytes=read.preallocated_tail_bytes,
-            **_columns(read.entries, "timestamp", "offset", "file_position"))
-    ts, rel, tail = common
-    return TimeIndexColumns(base_offset=base_offset, timestamp=ts, offset=rel + base_offset,
-                            file_position=_positions(len(rel), time_index.ENTRY_SIZE),
-                            preallocated_tail_bytes=tail, path=path)
+        read_back = read(data, base_offset=base_offset, path=path)
+        return kind(base_offset=base_offset, problems=read_back.problems, path=path,
+                    preallocated_tail_bytes=read_back.preallocated_tail_bytes,
+                    **_columns(read_back.entries, *names, "file_position"))
+    *stored, tail = common
+    columns = dict(zip(names, stored, strict=True))
+    columns["offset"] = columns["offset"] + base_offset
+    return kind(base_offset=base_offset, file_position=_positions(len(stored[0]), entry_size),
+                preallocated_tail_bytes=tail, path=path, **columns)
+
+
+_Columns = TypeVar("_Columns", OffsetIndexColumns, TimeIndexColumns)
+# columns type -> (numpy reader of a well-formed file, per-entry reader, entry size, the
+# columns of an entry in the order the numpy reader returns them)
+_INDEX_KINDS: dict[type, tuple[Callable, Callable, int, tuple[str, str]]] = {
+    OffsetIndexColumns: (offset_index_common_case, read_offset_index, offset_index.ENTRY_SIZE,
+                         ("offset", "position")),
+    TimeIndexColumns: (time_index_common_case, read_time_index, time_index.ENTRY_SIZE,
+                       ("timestamp", "offset")),
+}

@@ -61,7 +61,7 @@ class TagSpec(NamedTuple):
 
 
 def decode_tags(
-    tags: Mapping[int, bytes],
+    tags: Mapping[int, bytes] | None,
     known: Mapping[int, TagSpec],
     *,
     what: str,
@@ -72,8 +72,11 @@ def decode_tags(
 
     Known tags absent from the section get their default. "Explicit defaults" are known tags that
     were on the wire although equal to their default (Kafka's writer never does that); they are
-    remembered so the bytes rebuild exactly.
+    remembered so the bytes rebuild exactly. ``None`` (a version without tagged fields) gives
+    nothing: the dataclass's defaults stand.
     """
+    if tags is None:
+        return {}, (), frozenset()
     values = {spec.name: spec.default for spec in known.values()}
     unknown: list[tuple[int, bytes]] = []
     explicit: set[int] = set()
@@ -152,6 +155,18 @@ def read_version(data: bytes, *, what: str, path: str | None, base: int) -> int:
             field=what,
         )
     return int.from_bytes(data[:2], "big", signed=True)
+
+
+def parse_versioned(data: bytes, bodies: Mapping[int, c.Construct], *, what: str,
+                    path: str | None, base: int) -> tuple[int, Any]:
+    """The int16 version, then the body that version selects, parsed whole (an unknown version
+    is a ``FormatError``)."""
+    version = read_version(data, what=what, path=path, base=base)
+    body = bodies.get(version)
+    if body is None:
+        raise FormatError(f"unknown value version {version}", path=path, position=base,
+                          field=what)
+    return version, parse_exact(body, data[2:], what=what, path=path, base=base + 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,12 +400,7 @@ def parse_value(
         return None
     data = bytes(data)
     what = "transaction log value"
-    version = read_version(data, what=what, path=path, base=base)
-    body = _VALUE_BODIES.get(version)
-    if body is None:
-        raise FormatError(f"unknown value version {version}", path=path, position=base,
-                          field=what)
-    raw = parse_exact(body, data[2:], what=what, path=path, base=base + 2)
+    version, raw = parse_versioned(data, _VALUE_BODIES, what=what, path=path, base=base)
     flexible = version >= 1
     partitions = None
     if raw.partitions is not None:
@@ -402,13 +412,8 @@ def parse_value(
             )
             for p in raw.partitions
         )
-    values: dict[str, Any] = {}
-    unknown: RawTags = ()
-    explicit: frozenset[int] = frozenset()
-    if flexible:
-        values, unknown, explicit = decode_tags(
-            raw.tags, VALUE_TAGS, what=what, path=path, position=base
-        )
+    values, unknown, explicit = decode_tags(raw.get("tags"), VALUE_TAGS, what=what, path=path,
+                                            position=base)
     return TransactionLogValue(
         version=version,
         producer_id=raw.producer_id,
