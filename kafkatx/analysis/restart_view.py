@@ -24,7 +24,7 @@ from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, load_partition
 from kafkatx.semantics.producer_state import INVALID_TXN_STATE, ProducerStateManager
-from kafkatx.semantics.producer_state_load import LoadFailure, replay
+from kafkatx.semantics.producer_state_load import LoadFailure, replay, replay_rows
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.partition_files import EvidenceFiles, load_checkpoints
 
@@ -47,14 +47,8 @@ def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
     the load throws on (a control batch that is no marker) takes the batch-by-batch path; a
     non-transactional write inside a transaction (``InvalidTxnStateException``) fails."""
     h = scan.headers
-    if not len(h):
-        return 0
-    rows = h.last_offset >= start
-    if upto is not None:
-        rows &= h.base_offset < upto
-    if end is not None:
-        rows &= h.next_position <= end
-    if not rows.any():
+    rows = replay_rows(scan, start, upto, end)
+    if rows is None:
         return 0
     odd = (rows & h.is_control & (h.producer_id >= 0) & (h.magic >= 2) & (h.records_count > 0)
            & ~np.isin(scan.control_type, (ControlType.COMMIT, ControlType.ABORT)))

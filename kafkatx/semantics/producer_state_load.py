@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkatx.formats.producer_snapshot import (
     ProducerSnapshotEntry,
@@ -29,6 +29,10 @@ from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.producer_state import TV_UNKNOWN, AppendOrigin, ProducerStateManager
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class LoadFailure(Exception):
@@ -229,6 +233,21 @@ class ReplayFn(Protocol):
                  end: int | None = None, advance_high_watermark: bool = True) -> int: ...
 
 
+def replay_rows(scan: SegmentScan, start: int, upto: int | None,
+                end: int | None) -> npt.NDArray[np.bool_] | None:
+    """Which batches of ``scan`` a replay from ``start`` (below ``upto``, ending by byte
+    ``end``) takes: a mask over its headers, ``None`` when it takes none."""
+    h = scan.headers
+    if not len(h):
+        return None
+    rows = h.last_offset >= start
+    if upto is not None:
+        rows &= h.base_offset < upto
+    if end is not None:
+        rows &= h.next_position <= end
+    return rows if rows.any() else None
+
+
 def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int | None,
            aborted: list[AbortedTxnEntry] | None, *, end: int | None = None,
            advance_high_watermark: bool = True) -> int:
@@ -240,14 +259,8 @@ def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int |
     ``advance_high_watermark`` False (``LogSegment#recover`` leaves completed transactions
     unreplicated); a broker appending as leader moves its high watermark with its log end."""
     h = scan.headers
-    if not len(h):
-        return 0
-    rows = h.last_offset >= start
-    if upto is not None:
-        rows &= h.base_offset < upto
-    if end is not None:
-        rows &= h.next_position <= end
-    if not rows.any():
+    rows = replay_rows(scan, start, upto, end)
+    if rows is None:
         return 0
     base = h.base_offset[rows].tolist()
     last = h.last_offset[rows].tolist()

@@ -15,12 +15,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.storage.discovery import PartitionDir, read_root_checkpoints
 from kafkatx.storage.files import open_bytes
+from kafkatx.storage.readers import scan_segment_file
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+class LastScan:
+    """The scan of the segment asked for last, kept until another is asked for (the load
+    model asks for one segment's scan several times in a row)."""
+
+    def __init__(self, scan: Callable[[Path], SegmentScan] = scan_segment_file) -> None:
+        self._scan = scan
+        self._last: tuple[str, SegmentScan] | None = None
+
+    def get(self, name: str, path: Path) -> SegmentScan:
+        if self._last is None or self._last[0] != name:
+            self._last = (name, self._scan(path))
+        return self._last[1]
 
 
 class EvidenceFiles:
@@ -37,8 +52,7 @@ class EvidenceFiles:
                 self.sizes[seg.log.name] = seg.log_size
         for _, path in (*pdir.snapshots, *pdir.other_snapshots):
             self.paths[path.name] = path
-        self._scan = scan
-        self._last: tuple[str, SegmentScan] | None = None
+        self._scans = LastScan(scan or scan_segment_file)
 
     def names(self) -> Iterable[str]:
         return list(self.paths)
@@ -53,15 +67,7 @@ class EvidenceFiles:
             return bytes(data)
 
     def scan(self, name: str) -> SegmentScan:
-        if self._last is None or self._last[0] != name:
-            path = self.paths[name]
-            if self._scan is not None:
-                scanned = self._scan(path)
-            else:
-                with open_bytes(path) as data:
-                    scanned = scan_segment(data, path=str(path))
-            self._last = (name, scanned)
-        return self._last[1]
+        return self._scans.get(name, self.paths[name])
 
     def where(self, name: str) -> str:
         path = self.paths.get(name)

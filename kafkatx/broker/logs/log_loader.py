@@ -25,14 +25,14 @@ from kafkatx.broker.logs.log_segment import BatchTable, LogSegment
 from kafkatx.errors import KafkatxError
 from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_file_name
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING
-from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import build_txn_index
 from kafkatx.semantics.loaded_segment import LoadedSegment, file_name
 from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, load_partition
 from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.semantics.producer_state_load import replay
-from kafkatx.storage.files import open_bytes
 from kafkatx.storage.layout import parse_topic_partition_name
+from kafkatx.storage.partition_files import LastScan
 from kafkatx.storage.segment_writer import SegmentIndexes
 
 __all__ = ["LoadInterrupted", "LoadProgress", "LoadedLog", "LogLoadError", "LogLoader",
@@ -97,7 +97,7 @@ class _OwnFiles:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self._last: tuple[str, SegmentScan] | None = None
+        self._scans = LastScan()
         self.moved: dict[str, str] = {}  # a .swap file renamed by the load: its new name
 
     def _path(self, name: str) -> Path:
@@ -114,15 +114,7 @@ class _OwnFiles:
         return self._path(name).read_bytes()
 
     def scan(self, name: str) -> SegmentScan:
-        if self._last is None or self._last[0] != name:
-            path = self._path(name)
-            if path.stat().st_size == 0:
-                scanned = scan_segment(b"", path=str(path))
-            else:
-                with open_bytes(path) as data:
-                    scanned = scan_segment(data, path=str(path))
-            self._last = (name, scanned)
-        return self._last[1]
+        return self._scans.get(name, self._path(name))
 
     def where(self, name: str) -> str:
         return str(self.dir / name)
