@@ -28,7 +28,7 @@ from tests.broker.wire import WireClient, entity, request
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
 
-SPREAD = [[1], [2], [3]]  # partition p led by broker p + 1: at most one shares the coordinator
+SPREAD = [[1], [2], [3]]  # partition p led by broker p + 1
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +44,36 @@ def cluster(request: pytest.FixtureRequest,
         broker.kill()
 
 
-def create_spread_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(topic, num_partitions=len(SPREAD), replica_assignment=SPREAD)
+def create_topic(broker: KafkaBroker, topic: str, assignment: list[list[int]]) -> dict[int, int]:
+    """The topic with one replica per partition where ``assignment`` says; its leaders as the
+    brokers' Metadata reports them (partition -> node id)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
     for future in admin.create_topics([new]).values():
         future.result(30)
+    with WireClient(broker.ports[0]) as client:
+        answer = client.call(request(3, 9, topics=(entity(3, 9, "MetadataRequestTopic",
+                                                          name=topic),),
+                                     allow_auto_topic_creation=False))
+    (described,) = answer.topics
+    return {p.partition_index: p.leader_id for p in described.partitions}
+
+
+def create_spread_topic(broker: KafkaBroker, topic: str) -> None:
+    assert create_topic(broker, topic, SPREAD) == {0: 1, 1: 2, 2: 3}
+
+
+def create_topic_apart(broker: KafkaBroker, topic: str, txn_id: str) -> str:
+    """Three partitions led by the two brokers that do not coordinate ``txn_id``, and a group
+    whose coordinator is not that broker either: every produce, AddPartitionsToTxn
+    verification, TxnOffsetCommit and marker crosses brokers. Returns the group."""
+    coordinator = coordinator_of(broker, txn_id, 1)
+    others = [node for node in (1, 2, 3) if node != coordinator]
+    leaders = create_topic(broker, topic, [[others[0]], [others[1]], [others[0]]])
+    assert coordinator not in leaders.values() and set(leaders.values()) == set(others)
+    group = next(f"{topic}-group-{n}" for n in range(100)
+                 if coordinator_of(broker, f"{topic}-group-{n}", 0) != coordinator)
+    return group
 
 
 def coordinator_of(cluster: KafkaBroker, key: str, key_type: int) -> int:
@@ -70,9 +95,7 @@ def read_committed(bootstrap: str, topic: str, expected: int) -> list[str]:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
             values.append(message.value().decode())
-    time.sleep(0.5)  # nothing more may come (an aborted record would)
-    values += [m.value().decode() for m in consumer.consume(100, 0.5) if m.error() is None]
-    consumer.close()
+    consumer.close()  # an aborted record, were it read, comes before the last committed ones
     return sorted(values)
 
 
@@ -88,21 +111,23 @@ def test_librdkafka_commits_and_aborts_with_leaders_apart(
         cluster: tuple[int, KafkaBroker]) -> None:
     version, broker = cluster
     bootstrap = broker.bootstrap_servers
-    topic, txn_id, group = f"ck-apart-{version}", f"ck-apart-txn-{version}", f"ck-{version}"
-    create_spread_topic(bootstrap, topic)
+    topic, txn_id = f"ck-apart-{version}", f"ck-apart-txn-{version}"
+    group = create_topic_apart(broker, topic, txn_id)
+    member = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    group_metadata = member.consumer_group_metadata()
+    member.close()
     producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
-    producer.init_transactions(30)
-    group_metadata = ck.Consumer({"bootstrap.servers": bootstrap,
-                                  "group.id": group}).consumer_group_metadata()
-    for n, commit in enumerate((True, False, True)):
-        producer.begin_transaction()
-        for partition in range(len(SPREAD)):
-            producer.produce(topic, value=f"{n}-{partition}", partition=partition)
-        producer.send_offsets_to_transaction([ck.TopicPartition(topic, 0, n + 1)],
-                                             group_metadata, 30)
-        (producer.commit_transaction if commit else producer.abort_transaction)(30)
-    coordinator = coordinator_of(broker, txn_id, 1)
-    assert {coordinator} != {1, 2, 3}  # two of the three leaders are other brokers
+    try:
+        producer.init_transactions(30)
+        for n, commit in enumerate((True, False, True)):
+            producer.begin_transaction()
+            for partition in range(len(SPREAD)):
+                producer.produce(topic, value=f"{n}-{partition}", partition=partition)
+            producer.send_offsets_to_transaction([ck.TopicPartition(topic, 0, n + 1)],
+                                                 group_metadata, 30)
+            (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    finally:  # destroyed here, not kept retrying a killed cluster by a failure's traceback
+        producer.close()
     assert read_committed(bootstrap, topic, 6) == ["0-0", "0-1", "0-2", "2-0", "2-1", "2-2"]
     assert committed_offset(bootstrap, group, topic) == 3  # the aborted commit of 2 is gone
 
@@ -118,11 +143,11 @@ def test_kafkas_java_client_commits_and_aborts_with_leaders_apart(
     kafka = dist.KAFKA_VERSIONS[0]
     require_kafka(kafka)
     bootstrap = broker.bootstrap_servers
-    topic, group = f"java-apart-{version}", f"java-{version}"
-    create_spread_topic(bootstrap, topic)
+    topic, txn_id = f"java-apart-{version}", f"java-txn-{version}"
+    group = create_topic_apart(broker, topic, txn_id)
     producer = JavaClient(kafka, tmp_path / "java-producer.log")
     try:
-        producer.producer(bootstrap_servers=bootstrap, transactional_id=f"java-txn-{version}")
+        producer.producer(bootstrap_servers=bootstrap, transactional_id=txn_id)
         producer.init()
         for n, commit in enumerate((True, False, True)):
             producer.begin()
@@ -144,9 +169,9 @@ def test_group_offsets_and_new_partitions_on_topics_other_brokers_lead(
     bootstrap = broker.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic, group = "offsets-apart", "offsets-apart-group"
-    create_spread_topic(bootstrap, topic)
-    # A group coordinator commits, lists and deletes offsets of partitions it does not host.
-    assert {coordinator_of(broker, group, 0)} != {1, 2, 3}
+    create_spread_topic(broker, topic)
+    # A group coordinator commits, lists and deletes offsets of partitions it does not host
+    # (two of the three partitions at least: each is on another broker).
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     consumer.commit(offsets=[ck.TopicPartition(topic, p, 10 + p) for p in range(3)],
                     asynchronous=False)
@@ -191,7 +216,7 @@ def test_leader_refuses_as_kafka_after_asking_the_coordinator_over_the_wire(
 
     _, broker = cluster
     txn_id, topic = "wire-apart", "wire-apart"
-    create_spread_topic(broker.bootstrap_servers, topic)
+    create_spread_topic(broker, topic)
     coordinator = coordinator_of(broker, txn_id, 1)
     added, never = [p for p in range(len(SPREAD)) if p + 1 != coordinator][:2]
     with WireClient(broker.ports[coordinator - 1]) as c:
