@@ -6,9 +6,10 @@ the documented contract for that kind. Damage is reported as items of kind ``pro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -162,11 +163,24 @@ def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iter
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
         return
-    if kind in ("offset_index", "time_index", "txn_index", "producer_snapshot"):
-        yield from _dump_binary(file, file_bytes(path), kind, path, flt)
-        return
     # Bytes, not text: each reader says which line is not UTF-8, as a problem of the file.
-    yield from _dump_text(file, file_bytes(path), kind, flt)
+    data = file_bytes(path)
+    if kind in _ONE_VALUE_FILES:
+        read_value, problem = _ONE_VALUE_FILES[kind]
+        try:
+            value = read_value(data, path=file)
+        except FormatError as exc:
+            yield from _from_format_errors(file, [exc], problem)
+        else:
+            yield {"kind": kind, "file": file, **value.to_dict()}
+        return
+    read_entries, item_kind, problem, keep = _ENTRY_FILES[kind]
+    base = offset_from_filename(strip_transient_suffix(path.name)[0])
+    read = read_entries(data, file, base)
+    for e in read.entries:
+        if keep(e, flt):
+            yield {"kind": item_kind, "file": file, **e.to_dict()}
+    yield from _from_format_errors(file, read.problems, problem)
 
 
 def _problem(file: str, position: int | None, message: str, problem: str) -> dict:
@@ -180,67 +194,42 @@ def _from_format_errors(file: str, problems: Iterable[FormatError], problem: str
         yield _problem(file, exc.position, msg, problem)
 
 
-def _dump_binary(file: str, data: bytes, kind: str, path: Path, flt: DumpFilter) -> Iterator[dict]:
-    base = offset_from_filename(strip_transient_suffix(path.name)[0])
-    if kind == "offset_index":
-        idx = offset_index.read_offset_index(data, base_offset=base or 0, path=file)
-        for e in idx.entries:
-            if flt.offsets_overlap(e.offset, e.offset):
-                yield {"kind": "index_entry", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, idx.problems, "invalid_index")
-    elif kind == "time_index":
-        tidx = time_index.read_time_index(data, base_offset=base or 0, path=file)
-        for e in tidx.entries:
-            if flt.offsets_overlap(e.offset, e.offset):
-                yield {"kind": "time_index_entry", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, tidx.problems, "invalid_index")
-    elif kind == "txn_index":
-        tx = txn_index.read_txn_index(data, path=file, base_offset=base)
-        for e in tx.entries:
-            if flt.producer_matches(e.producer_id) and flt.offsets_overlap(e.first_offset,
-                                                                           e.last_offset):
-                yield {"kind": "aborted_txn", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, tx.problems, "invalid_txn_index")
-    else:
-        snap = producer_snapshot.read_producer_snapshot(data, path=file)
-        for e in snap.entries:
-            if flt.producer_matches(e.producer_id, e.producer_epoch):
-                yield {"kind": "producer", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, snap.problems, "invalid_snapshot")
+def _every_entry(e: Any, flt: DumpFilter) -> bool:
+    return True
 
 
-def _dump_text(file: str, text: bytes, kind: str, flt: DumpFilter) -> Iterator[dict]:
-    if kind == "offset_checkpoint":
-        cp = checkpoints.read_offset_checkpoint(text, path=file)
-        for e in cp.entries:
-            yield {"kind": "checkpoint_entry", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, cp.problems, "invalid_checkpoint")
-    elif kind == "leader_epoch_checkpoint":
-        le = checkpoints.read_leader_epoch_checkpoint(text, path=file)
-        for e in le.entries:
-            yield {"kind": "leader_epoch_entry", "file": file, **e.to_dict()}
-        yield from _from_format_errors(file, le.problems, "invalid_checkpoint")
-    elif kind == "partition_metadata":
-        try:
-            pm = checkpoints.read_partition_metadata(text, path=file)
-        except FormatError as exc:
-            yield from _from_format_errors(file, [exc], "invalid_checkpoint")
-        else:
-            yield {"kind": "partition_metadata", "file": file, **pm.to_dict()}
-    elif kind == "quorum_state":
-        try:
-            qs = quorum_state.read_quorum_state(text, path=file)
-        except FormatError as exc:
-            yield from _from_format_errors(file, [exc], "invalid_quorum_state")
-        else:
-            yield {"kind": "quorum_state", "file": file, **qs.to_dict()}
-    else:
-        try:
-            mp = checkpoints.read_meta_properties(text, path=file)
-        except FormatError as exc:
-            yield from _from_format_errors(file, [exc], "invalid_checkpoint")
-        else:
-            yield {"kind": "meta_properties", "file": file, **mp.to_dict()}
+def _offset_in_range(e: Any, flt: DumpFilter) -> bool:
+    return flt.offsets_overlap(e.offset, e.offset)
+
+
+# kind -> (reader of (bytes, file, base offset), each entry's item kind, each problem's kind,
+# which entries the filter keeps)
+_ENTRY_FILES: dict[str, tuple[Callable[[bytes, str, int | None], Any], str, str,
+                              Callable[[Any, DumpFilter], bool]]] = {
+    "offset_index": (lambda data, file, base: offset_index.read_offset_index(
+        data, base_offset=base or 0, path=file), "index_entry", "invalid_index",
+        _offset_in_range),
+    "time_index": (lambda data, file, base: time_index.read_time_index(
+        data, base_offset=base or 0, path=file), "time_index_entry", "invalid_index",
+        _offset_in_range),
+    "txn_index": (lambda data, file, base: txn_index.read_txn_index(
+        data, path=file, base_offset=base), "aborted_txn", "invalid_txn_index",
+        lambda e, flt: flt.producer_matches(e.producer_id)
+        and flt.offsets_overlap(e.first_offset, e.last_offset)),
+    "producer_snapshot": (lambda data, file, _: producer_snapshot.read_producer_snapshot(
+        data, path=file), "producer", "invalid_snapshot",
+        lambda e, flt: flt.producer_matches(e.producer_id, e.producer_epoch)),
+    "offset_checkpoint": (lambda data, file, _: checkpoints.read_offset_checkpoint(
+        data, path=file), "checkpoint_entry", "invalid_checkpoint", _every_entry),
+    "leader_epoch_checkpoint": (lambda data, file, _: checkpoints.read_leader_epoch_checkpoint(
+        data, path=file), "leader_epoch_entry", "invalid_checkpoint", _every_entry),
+}
+# kind (also the item's kind) -> (reader, the problem's kind when it does not read)
+_ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
+    "partition_metadata": (checkpoints.read_partition_metadata, "invalid_checkpoint"),
+    "quorum_state": (quorum_state.read_quorum_state, "invalid_quorum_state"),
+    "meta_properties": (checkpoints.read_meta_properties, "invalid_checkpoint"),
+}
 
 
 def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,

@@ -19,7 +19,8 @@ onBecomeInactiveSegment`` trims it on roll). Missing index files are a note only
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -99,14 +100,19 @@ def _file_problems(ctx: SegmentContext, read: OffsetIndexColumns | TimeIndexColu
 def _offset_index(ctx: SegmentContext, read: OffsetIndexColumns) -> Iterator[Finding]:
     """Entries against batch positions and offsets (``LogSegment#append``/``#recover``)."""
     yield from _file_problems(ctx, read, ctx.offset_index_sanity, "OffsetIndex#sanityCheck")
-    if not len(read):
-        return
-    bad = _bad_offset_entries(ctx, read)
+    if len(read):
+        yield from _first_bad_entry(ctx, read, _bad_offset_entries(ctx, read),
+                                    lambda e: f"offset {e.offset} -> position {e.position}")
+
+
+def _first_bad_entry(ctx: SegmentContext, read: OffsetIndexColumns | TimeIndexColumns,
+                     bad: list[tuple[int, str]], entry: Callable[[Any], str]
+                     ) -> Iterator[Finding]:
+    """One finding for the entries of ``read`` that disagree with the log, at the first."""
     if bad:
         k, reason = bad[0]
         e = read.entry(k)
-        yield _finding(ctx, _summary(read.path, len(bad), len(read), k,
-                                     f"offset {e.offset} -> position {e.position}", reason),
+        yield _finding(ctx, _summary(read.path, len(bad), len(read), k, entry(e), reason),
                        location(read.path, e.file_position), offset=e.offset)
 
 
@@ -172,15 +178,9 @@ def _damage_note(ctx: SegmentContext, position: int) -> str:
 def _time_index(ctx: SegmentContext, read: TimeIndexColumns) -> Iterator[Finding]:
     """Entries against the batches' offsets and timestamps (``TimeIndex#maybeAppend``)."""
     yield from _file_problems(ctx, read, ctx.time_index_sanity, "TimeIndex#sanityCheck")
-    if not len(read):
-        return
-    bad = _bad_time_entries(ctx, read)
-    if bad:
-        k, reason = bad[0]
-        e = read.entry(k)
-        yield _finding(ctx, _summary(read.path, len(bad), len(read), k,
-                                     f"timestamp {e.timestamp} -> offset {e.offset}", reason),
-                       location(read.path, e.file_position), offset=e.offset)
+    if len(read):
+        yield from _first_bad_entry(ctx, read, _bad_time_entries(ctx, read),
+                                    lambda e: f"timestamp {e.timestamp} -> offset {e.offset}")
 
 
 def _bad_time_entries(ctx: SegmentContext,
