@@ -6,7 +6,8 @@ setup(
     ext_modules=[
         Extension(
             "kafkatx.formats._batchscan",
-            ["kafkatx/formats/_batchscan.c"],
+            ["kafkatx/formats/_batchscan.c", "kafkatx/formats/_recordfmt.c"],
+            depends=["kafkatx/formats/_varint.h"],
             optional=True,
             extra_compile_args=["-O3"],
         )

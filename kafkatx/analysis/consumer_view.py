@@ -44,6 +44,12 @@ from kafkatx.semantics.read_committed import (
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.readers import read_txn_index_file, scan_segment_file, segment_buffer
 
+#: Writes a batch's records itself (``replay_writer.ReplayWriter.batch``): called with the
+#: segment's bytes, header columns, row, path, producer id, epoch, transactional flag, the
+#: client's Decision, whether the batch is beyond the fetch bound, and the lowest and highest
+#: offsets wanted; returns whether the consumer stops in it, or None to have it decoded here.
+BatchFormatter = Callable[..., bool | None]
+
 VISIBLE = None
 ABORTED = "aborted"
 BEYOND_LSO = "beyond_lso"
@@ -343,6 +349,7 @@ def replay_records(
     show_hidden: bool = False,
     on_problem: Callable[[str], None] | None = None,
     only_hidden: bool = False,
+    formatter: BatchFormatter | None = None,
 ) -> Iterator[ReplayedRecord]:
     """The consumer's fetches, segment by segment, as records with their visibility.
 
@@ -354,7 +361,7 @@ def replay_records(
     for fetch in fetches:
         stopped = yield from replay_segment(fetch, view, bases, start=start, to_offset=to_offset,
                                             show_hidden=show_hidden, on_problem=on_problem,
-                                            only_hidden=only_hidden)
+                                            only_hidden=only_hidden, formatter=formatter)
         if stopped:
             return
 
@@ -369,12 +376,15 @@ def replay_segment(
     show_hidden: bool = False,
     on_problem: Callable[[str], None] | None = None,
     only_hidden: bool = False,
+    formatter: BatchFormatter | None = None,
 ) -> Generator[ReplayedRecord, None, bool]:
     """The records of one segment's fetches; returns True when the replay ends in it (the
     consumer reached ``to_offset`` or the fetch bound), so later segments are not read.
 
     The client's batch decisions are taken for the whole segment at once over its header
     columns (``decide_batches``); records are decoded only for the batches that yield them.
+    ``formatter`` (jsonl/csv output) is offered each batch first: the records it writes
+    itself are not yielded.
     """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
@@ -419,12 +429,20 @@ def replay_segment(
             shown &= beyond | (codes == CODE_ABORTED)
         for j, decision, past in zip(rows[shown].tolist(), codes[shown].tolist(),
                                      beyond[shown].tolist(), strict=True):
-            records = _batch_records(data, h, j, str(log), on_problem)
-            if records is None:
-                continue
             pid = int(h.producer_id[j])
             epoch = int(h.producer_epoch[j])
             is_txn = bool(h.is_transactional[j])
+            if formatter is not None:
+                stopped = formatter(data, h, j, str(log), pid, epoch, is_txn,
+                                    DECISIONS[decision], past, max(fetch_offset, start),
+                                    to_offset)
+                if stopped:
+                    return True
+                if stopped is not None:
+                    continue
+            records = _batch_records(data, h, j, str(log), on_problem)
+            if records is None:
+                continue
             for rec in records:
                 if rec.offset < fetch_offset or rec.offset < start:
                     continue
@@ -432,7 +450,7 @@ def replay_segment(
                     return True
                 first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
                             default=None)
-                yield _classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
+                yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
                                 marker_of.get((pid, first if first is not None else -1)),
                                 first)
         del scan
@@ -452,7 +470,7 @@ def _batch_records(data: bytes | mmap.mmap, h: HeaderColumns, j: int, path: str,
         return None
 
 
-def _classify(rec: Record, pid: int, epoch: int, is_txn: bool, decision: Decision, beyond: bool,
+def classify(rec: Record, pid: int, epoch: int, is_txn: bool, decision: Decision, beyond: bool,
               view: ConsumerView, marker: int | None, txn_first: int | None) -> ReplayedRecord:
     if beyond:
         rc = view.isolation == IsolationLevel.READ_COMMITTED
@@ -511,5 +529,6 @@ def find_partition(partitions: tuple[PartitionDir, ...], topic: str, partition: 
     return matches[0]
 
 
-__all__ = ["AbortedTransaction", "ConsumerView", "ReplayedRecord", "SegmentFetch",
-           "find_partition", "prepare", "replay_records", "replay_segment", "segment_fetches"]
+__all__ = ["AbortedTransaction", "BatchFormatter", "ConsumerView", "ReplayedRecord",
+           "SegmentFetch", "classify", "find_partition", "prepare", "replay_records",
+           "replay_segment", "segment_fetches"]

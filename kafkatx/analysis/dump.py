@@ -48,7 +48,15 @@ from kafkatx.formats.record_batch import (
     render_bytes,
 )
 from kafkatx.formats.record_decode import read_records
-from kafkatx.formats.segment import SegmentProblem, iter_segment
+from kafkatx.formats.record_format import (
+    HAVE_FORMATTER,
+    INT64_MAX,
+    INT64_MIN,
+    RECORD_JSON,
+    RawJsonList,
+    format_batch,
+)
+from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment, read_entry
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
@@ -134,9 +142,11 @@ def expand_paths(paths: Iterable[str], stats: DumpStats) -> list[Path]:
 
 
 def dump(
-    paths: Iterable[str], flt: DumpFilter, *, records: bool, stats: DumpStats
+    paths: Iterable[str], flt: DumpFilter, *, records: bool, stats: DumpStats,
+    encoded: bool = False,
 ) -> Iterator[dict]:
-    """Yield the dump items of every file under ``paths``."""
+    """Yield the dump items of every file under ``paths``; ``encoded``: a data batch's
+    ``records`` may be their JSON text already (``RawJsonList``, for JSON output)."""
     for path in expand_paths(paths, stats):
         kind = file_type(path)
         if kind is None:
@@ -147,7 +157,7 @@ def dump(
             continue
         stats.files += 1
         try:
-            for item in _dump_file(path, kind, flt, records=records):
+            for item in _dump_file(path, kind, flt, records=records, encoded=encoded):
                 if item["kind"] == "problem":
                     stats.problems += 1
                 yield item
@@ -155,10 +165,11 @@ def dump(
             stats.unreadable.append(str(exc))
 
 
-def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool) -> Iterator[dict]:
+def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool,
+               encoded: bool) -> Iterator[dict]:
     file = str(path)
     if kind == "segment":
-        yield from _dump_segment(path, flt, records=records)
+        yield from _dump_segment(path, flt, records=records, encoded=encoded)
         return
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
@@ -233,7 +244,7 @@ _ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
 
 
 def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
-                  topic: str | None = None) -> Iterator[dict]:
+                  topic: str | None = None, encoded: bool = False) -> Iterator[dict]:
     file = str(path)
     topic = topic or internal_topic(path)
     decode = records or topic is not None
@@ -241,45 +252,84 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
         if not decode:
             yield from _scan_items(scan_segment(data, path=file), flt, file)
             return
+        if encoded and topic is None and HAVE_FORMATTER:
+            scan = scan_segment(data, path=file)
+            if bool(np.all(scan.headers.magic == 2)):
+                yield from _encoded_items(data, scan, flt, file)
+                return
         for entry in iter_segment(data, path=file, decode_records=False):
             if isinstance(entry, SegmentProblem):
                 yield _segment_problem(entry, file)
                 continue
-            if isinstance(entry, LegacyEntry):
-                if flt.filters_producers or not flt.offsets_overlap(entry.base_offset,
-                                                                    entry.last_offset):
-                    continue
-                yield {"kind": "batch", "file": file, **legacy_batch_dict(entry, records=decode)}
-                continue
-            h = entry.header
-            # Coordinator batches carry no producer: filter their records by value instead.
-            if topic != TRANSACTION_STATE_TOPIC and not flt.producer_matches(h.producer_id,
-                                                                              h.producer_epoch):
-                continue
-            if not flt.offsets_overlap(h.base_offset, h.last_offset):
-                continue
-            item = {"kind": "batch", "file": file, **entry.to_dict()}
-            if entry.control is not None and entry.control.raw_value is not None:
-                _decode_kraft_control(item, entry, file)
-            undecodable: list[dict] = []
-            if decode:
-                try:
-                    item["records"] = _records(data, entry, topic, file, flt, undecodable)
-                except FormatError as exc:
-                    item["records"] = []
-                    yield item
-                    yield _problem(file, exc.position, f"records do not decode: {exc.message}",
-                                   "invalid_batch")
-                    continue
-            filtered = flt.transactional_id is not None or flt.filters_producers
-            if topic == TRANSACTION_STATE_TOPIC and filtered and not item["records"]:
-                continue
+            yield from _entry_items(data, entry, topic, flt, file)
+
+
+def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpFilter,
+                 file: str) -> Iterator[dict]:
+    """The item of one entry with its records decoded (and the problems they raise)."""
+    if isinstance(entry, LegacyEntry):
+        if flt.filters_producers or not flt.offsets_overlap(entry.base_offset, entry.last_offset):
+            return
+        yield {"kind": "batch", "file": file, **legacy_batch_dict(entry, records=True)}
+        return
+    h = entry.header
+    # Coordinator batches carry no producer: filter their records by value instead.
+    if topic != TRANSACTION_STATE_TOPIC and not flt.producer_matches(h.producer_id,
+                                                                      h.producer_epoch):
+        return
+    if not flt.offsets_overlap(h.base_offset, h.last_offset):
+        return
+    item = {"kind": "batch", "file": file, **entry.to_dict()}
+    if entry.control is not None and entry.control.raw_value is not None:
+        _decode_kraft_control(item, entry, file)
+    undecodable: list[dict] = []
+    try:
+        item["records"] = _records(data, entry, topic, file, flt, undecodable)
+    except FormatError as exc:
+        item["records"] = []
+        yield item
+        yield _problem(file, exc.position, f"records do not decode: {exc.message}",
+                       "invalid_batch")
+        return
+    filtered = flt.transactional_id is not None or flt.filters_producers
+    if topic == TRANSACTION_STATE_TOPIC and filtered and not item["records"]:
+        return
+    yield item
+    yield from undecodable
+
+
+def _encoded_items(data: bytes, scan: SegmentScan, flt: DumpFilter, file: str
+                   ) -> Iterator[dict]:
+    """The items of a segment of v2 batches of a data topic, each batch's records already
+    JSON text (``RawJsonList``) from the C formatter; a control batch, or one the formatter
+    refuses, through :func:`_entry_items` as before."""
+    low = INT64_MIN if flt.from_offset is None else flt.from_offset
+    high = INT64_MAX if flt.to_offset is None else flt.to_offset
+    for row, item in _scan_rows(scan, flt, file):
+        if row is None:
             yield item
-            yield from undecodable
+            continue
+        done = None if "control" in item or item["is_control"] else format_batch(
+            data, scan.headers, row, RECORD_JSON, min_offset=low, max_offset=high,
+            stop_at_max=False, path=file)
+        if done is None:
+            entry = read_entry(data, item["position"], path=file)[0]
+            assert entry is not None, "the scan read a batch here"
+            yield from _entry_items(data, entry, None, flt, file)
+            continue
+        item["records"] = RawJsonList(done.text)
+        yield item
 
 
 def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]:
     """Batch items straight from the scanned columns (no per-batch parsing), problems in place."""
+    for _, item in _scan_rows(scan, flt, file):
+        yield item
+
+
+def _scan_rows(scan: SegmentScan, flt: DumpFilter, file: str
+               ) -> Iterator[tuple[int | None, dict]]:
+    """:func:`_scan_items` with each batch's row in the columns (None for a problem)."""
     h = scan.headers
     last = h.last_offset
     keep = np.ones(len(h), dtype=bool)
@@ -299,7 +349,7 @@ def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]
     for i in np.flatnonzero(keep).tolist():
         pos = columns["position"][i]
         while p < len(problems) and problems[p].position <= pos:
-            yield _segment_problem(problems[p], file)
+            yield None, _segment_problem(problems[p], file)
             p += 1
         attrs = columns["attributes"][i]
         magic = columns["magic"][i]
@@ -327,9 +377,9 @@ def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]
             if coord[i] >= 0 or ctl[i] in (ControlType.ABORT, ControlType.COMMIT):
                 control["coordinator_epoch"] = coord[i]
             item["control"] = control
-        yield item
+        yield i, item
     for problem in problems[p:]:
-        yield _segment_problem(problem, file)
+        yield None, _segment_problem(problem, file)
 
 
 def _timestamp_type(magic: int, attributes: int) -> str:

@@ -75,7 +75,8 @@ def dump_command(
                      from_offset=from_offset, to_offset=to_offset,
                      transactional_id=transactional_id)
     stats = DumpStats()
-    items = dump(paths, flt, records=records, stats=stats)
+    # JSON output takes each data batch's records as JSON text formatted in C
+    items = dump(paths, flt, records=records, stats=stats, encoded=fmt != "table")
     if fmt == "table":
         _render_tables(items, err)
     else:

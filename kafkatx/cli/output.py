@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from kafkatx.formats.raw_json import RawJsonList
+
 if TYPE_CHECKING:  # rich costs ~20 ms to import: only commands that draw load it
     from rich.console import Console
 
@@ -110,12 +112,21 @@ class JsonWriter:
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def write(self, item: dict[str, Any]) -> None:
-        text = self._encode(item)
+        text = self._encode_item(item)
         if self.array:
             self.out.write(("[\n" if self.first else ",\n") + text)
         else:
             self.out.write(text + "\n")
         self.first = False
+
+    def _encode_item(self, item: dict[str, Any]) -> str:
+        """``item`` as JSON; a last value that is a ``RawJsonList`` spliced in as its array."""
+        last = next(reversed(item), None)
+        raw = item[last] if last is not None else None
+        if not isinstance(raw, RawJsonList):
+            return self._encode(item)
+        head = self._encode({k: v for k, v in item.items() if k != last})
+        return f"{head[:-1]}{',' if len(item) > 1 else ''}{self._encode(last)}:[{raw.text}]}}"
 
     def close(self) -> None:
         if self.array:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -31,14 +30,11 @@ from kafkatx.cli.analysis_options import (
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.render import Col, FitTable, print_view_line
+from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import discover, high_watermarks, log_start_offsets
-
-CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
-               "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
-               "transaction_first_offset", "pinned_by_producer_id", "pinned_by_first_offset")
 
 
 @click.command("replay", epilog=(
@@ -117,12 +113,22 @@ def replay_command(
             print_view_line(view.view)
         _print_header(err, view)
         problems: list[str] = []
+        # jsonl/csv straight to stdout: whole batches formatted at once (--output keeps
+        # every record as an object, for Parquet)
+        writer = (ReplayWriter(fmt, view, sys.stdout, interactive=sys.stdout.isatty())
+                  if fmt in ("jsonl", "csv") and not diff and engine.output is None else None)
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                                       show_hidden=show_hidden or diff,
                                       on_problem=problems.append,
                                       # --output keeps every record: decode them all then
-                                      only_hidden=diff and engine.output is None)
-        _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view.view)
+                                      only_hidden=diff and engine.output is None,
+                                      formatter=None if writer is None else writer.batch)
+        if writer is not None:
+            for r in items:
+                writer.write(r)
+            writer.close()
+        else:
+            _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view)
     if out.written:
         err.print(f"wrote {out.written}", markup=False)
     for p in problems:
@@ -130,16 +136,14 @@ def replay_command(
 
 
 def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool,
-            view: str) -> None:
+            view: ConsumerView) -> None:
     if diff:
         _render_diff((r for r in items if not r.visible and r.reason != BEYOND_HW), fmt)
-    elif fmt == "jsonl":
-        writer = JsonWriter(sys.stdout, array=False)
+    elif fmt in ("jsonl", "csv"):
+        writer = ReplayWriter(fmt, view, sys.stdout)
         for r in items:
-            writer.write({**r.to_dict(), "view": view})
+            writer.write(r)
         writer.close()
-    elif fmt == "csv":
-        _render_csv(items)
     else:
         _render_table(items, records=records)
 
@@ -212,25 +216,6 @@ def _print_header(err: Any, view: ConsumerView) -> None:
         err.print(f"note: {note}", markup=False)
     for d in view.disagreements:
         err.print(f"finding: txnindex_mismatch: {d}", markup=False)
-
-
-def _render_csv(items: Iterable[ReplayedRecord]) -> None:
-    w = csv.writer(sys.stdout, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for r in items:
-        d = r.to_dict()
-        pin = d.get("pinned_by") or {}
-        w.writerow([d["offset"], d["timestamp"], d["producer_id"], d["producer_epoch"],
-                    "" if d["key"] is None else d["key"], d.get("key_encoding", ""),
-                    "" if d["value"] is None else d["value"], d.get("value_encoding", ""),
-                    json.dumps(d["headers"], ensure_ascii=False), str(d["visible"]).lower(),
-                    d.get("reason", ""), _blank(d.get("abort_marker_offset")),
-                    _blank(d.get("transaction_first_offset")), _blank(pin.get("producer_id")),
-                    _blank(pin.get("first_offset"))])
-
-
-def _blank(v: Any) -> Any:
-    return "" if v is None else v
 
 
 def _short(v: Any, width: int) -> str:
@@ -313,7 +298,7 @@ def _render_diff(hidden: Iterable[ReplayedRecord], fmt: str) -> None:
                 "last_offset"]
         w.writerow(cols)
         for g in rows:
-            w.writerow([_blank(g[c]) for c in cols])
+            w.writerow([blank(g[c]) for c in cols])
     else:
         out = stdout_console()
         t = FitTable([Col("reason"), Col("producer"), Col("transaction", wrap=True),

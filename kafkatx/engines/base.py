@@ -28,7 +28,7 @@ from kafkatx.errors import KafkatxError
 from kafkatx.storage.discovery import PartitionDir
 
 if TYPE_CHECKING:  # the replay's types: imported by the commands that replay
-    from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
+    from kafkatx.analysis.consumer_view import BatchFormatter, ConsumerView, ReplayedRecord
     from kafkatx.semantics.read_committed import IsolationLevel
 
 LOCAL = "local"
@@ -80,7 +80,8 @@ class Engine(Protocol):
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
-                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
+                       only_hidden: bool = False,
+                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
         """The consumer's fetches (see ``consumer_view.replay_records``)."""
         ...
 

@@ -69,7 +69,7 @@ from kafkatx.storage.discovery import (
 from kafkatx.storage.files import open_bytes
 
 if TYPE_CHECKING:
-    from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord
+    from kafkatx.analysis.consumer_view import BatchFormatter, ConsumerView, ReplayedRecord
     from kafkatx.semantics.read_committed import IsolationLevel
 
 Progress = Callable[[int], None]  # called with bytes scanned
@@ -558,12 +558,13 @@ class LocalEngine:
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
-                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
+                       only_hidden: bool = False,
+                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
         from kafkatx.analysis.consumer_view import replay_records
 
         return replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                               show_hidden=show_hidden, on_problem=on_problem,
-                              only_hidden=only_hidden)
+                              only_hidden=only_hidden, formatter=formatter)
 
     def write_tables(self, target: str, tables: dict[str, Any]) -> list[str]:
         from kafkatx.engines.tables import write_local

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.consumer_view import (
+    BatchFormatter,
     ConsumerView,
     ReplayedRecord,
     prepare,
@@ -383,8 +384,10 @@ class SparkEngine:
                        from_offset: int | None = None, to_offset: int | None = None,
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
-                       only_hidden: bool = False) -> Iterator[ReplayedRecord]:
-        """Each segment's records decoded in its own task; streamed back in order."""
+                       only_hidden: bool = False,
+                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
+        """Each segment's records decoded in its own task; streamed back in order (every
+        record as a ReplayedRecord: ``formatter`` is not used on executors)."""
         start, fetches = segment_fetches(pdir, view, from_offset=from_offset)
         if not fetches:
             return

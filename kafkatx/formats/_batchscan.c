@@ -427,39 +427,7 @@ static PyObject *crc32c_py(PyObject *self, PyObject *args, PyObject *kwargs)
  * the bytes are not what the exact reader accepts with the same value (the caller then hands
  * the batch to it).
  */
-typedef struct {
-    const uint8_t *p;
-    const uint8_t *end;
-} cursor_t;
-
-/* ByteUtils.readUnsignedVarint/Varlong: at most max_bytes bytes; values above 2^64 - 1 (only
- * possible with 10 bytes) are left to the exact reader, which keeps Python's big integers. */
-static inline int read_uvar(cursor_t *c, int max_bytes, uint64_t *out)
-{
-    uint64_t value = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (c->p >= c->end)
-            return -1;
-        uint8_t b = *c->p++;
-        if (i == 9 && (b & 0x7F) > 1)
-            return -1;
-        value |= (uint64_t)(b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = value;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static inline int read_zigzag(cursor_t *c, int max_bytes, int64_t *out)
-{
-    uint64_t u;
-    if (read_uvar(c, max_bytes, &u) < 0)
-        return -1;
-    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-    return 0;
-}
+#include "_varint.h"
 
 /* VarIntNullableBytes: -1 is null (Py_None), other negative lengths are malformed. */
 static PyObject *read_nullable_bytes(cursor_t *c, int *failed)
@@ -620,6 +588,11 @@ static PyMethodDef methods[] = {
      "decode_records(data, count, base_offset, base_timestamp, max_timestamp, "
      "log_append_time) -> list of (offset, timestamp, key, value, headers, attributes, start) "
      "or None (see module source)."},
+    {"format_records", format_records, METH_VARARGS,
+     "format_records(data, count, base_offset, base_timestamp, max_timestamp, "
+     "log_append_time, min_offset, max_offset, stop_at_max, csv, prefix, mid_timestamp, "
+     "mid_key, suffix_low, suffix_high, split_offset, separator) -> (bytes, written, stopped) "
+     "or None: the records as JSON lines or CSV rows (see _recordfmt.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,156 @@
+"""``replay --format jsonl|csv``: records written as they are decoded, whole batches at a time.
+
+:class:`ReplayWriter` writes a :class:`ReplayedRecord` as the jsonl/csv contract says
+(``write``), and, as the ``formatter`` of ``consumer_view.replay_segment``, whole batches of
+records straight from their bytes through the C formatter (``batch``): the text that is the
+same for every record of the batch (producer, visibility, reason, view) is cut from the Python
+rendering of a sample record of that batch, so the two paths cannot disagree on it, and the
+per-record part (offset, timestamp, key, value, headers) follows the same rendering rules
+(proven equal by tests/cli/test_replay_writer.py). Text goes out in large writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, TextIO
+
+from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.record_batch import Record
+from kafkatx.formats.record_format import INT64_MAX, INT64_MIN, Templates, format_batch
+from kafkatx.semantics.read_committed import Decision
+
+CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
+               "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
+               "transaction_first_offset", "pinned_by_producer_id", "pinned_by_first_offset")
+
+FLUSH_AT = 1 << 20  # characters buffered before a write
+
+
+def csv_row(d: dict[str, Any]) -> list[Any]:
+    """A record's ``to_dict`` as its CSV columns."""
+    pin = d.get("pinned_by") or {}
+    return [d["offset"], d["timestamp"], d["producer_id"], d["producer_epoch"],
+            "" if d["key"] is None else d["key"], d.get("key_encoding", ""),
+            "" if d["value"] is None else d["value"], d.get("value_encoding", ""),
+            json.dumps(d["headers"], ensure_ascii=False), str(d["visible"]).lower(),
+            d.get("reason", ""), blank(d.get("abort_marker_offset")),
+            blank(d.get("transaction_first_offset")), blank(pin.get("producer_id")),
+            blank(pin.get("first_offset"))]
+
+
+def blank(v: Any) -> Any:
+    return "" if v is None else v
+
+
+class ReplayWriter:
+    """Replayed records as jsonl (``view`` added to each) or csv (with its header row)."""
+
+    def __init__(self, fmt: str, consumer: ConsumerView, out: TextIO, *,
+                 interactive: bool = False) -> None:
+        self.fmt = fmt
+        self.consumer = consumer
+        self.out = out
+        self.count = 0
+        self._interactive = interactive  # a terminal: each batch shown at once
+        self._parts: list[str] = []
+        self._size = 0
+        self._templates: dict[tuple[Any, ...], Templates] = {}
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        if fmt == "csv":
+            self._put(self._csv_line(CSV_COLUMNS))
+
+    def write(self, r: ReplayedRecord) -> None:
+        """One record rendered in Python (a batch the C formatter does not take)."""
+        self._put(self._text(r))
+        self.count += 1
+
+    def batch(self, data: Any, headers: HeaderColumns, row: int, path: str, producer_id: int,
+              producer_epoch: int, is_transactional: bool, decision: Decision, beyond: bool,
+              min_offset: int, max_offset: int | None) -> bool | None:
+        """The records of batch ``row`` within the offsets written at once; whether one past
+        ``max_offset`` was met; None when this batch must go through :meth:`write`."""
+        if decision == Decision.ABORTED and not beyond:
+            return None  # each record's aborted transaction is looked up on its own offset
+        key = (producer_id, producer_epoch, is_transactional, decision, beyond)
+        templates = self._templates.get(key)
+        if templates is None:
+            templates = self._templates[key] = self._make_templates(*key)
+        done = format_batch(data, headers, row, templates, min_offset=min_offset,
+                            max_offset=INT64_MAX if max_offset is None else max_offset,
+                            path=path)
+        if done is None:
+            return None
+        self._put(done.text)
+        self.count += done.written
+        return done.stopped
+
+    def close(self) -> None:
+        self._flush()
+        self.out.flush()
+
+    def _put(self, text: str) -> None:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= FLUSH_AT or self._interactive:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._parts:
+            self.out.write("".join(self._parts))
+            self._parts.clear()
+            self._size = 0
+
+    def _text(self, r: ReplayedRecord) -> str:
+        d = r.to_dict()
+        if self.fmt == "csv":
+            return self._csv_line(csv_row(d))
+        return self._encode({**d, "view": self.consumer.view}) + "\n"
+
+    @staticmethod
+    def _csv_line(row: Any) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(row)
+        return buf.getvalue()
+
+    def _make_templates(self, producer_id: int, producer_epoch: int, is_transactional: bool,
+                        decision: Decision, beyond: bool) -> Templates:
+        """The text around a record's own fields, cut from sample records of the batch: one
+        just below the high watermark and one at it (the only offset ``classify`` looks at)."""
+        split = self.consumer.high_watermark if beyond else INT64_MIN
+        low, high = (self._cut(classify(
+            Record(offset=offset, timestamp=0, key=None, value=None), producer_id,
+            producer_epoch, is_transactional, decision, beyond, self.consumer, None, None))
+            for offset in (split - 1, split))
+        prefix, mid_timestamp, mid_key, suffix_low = low
+        if high[:3] != low[:3]:
+            raise AssertionError("a batch's producer fields depend on the record's offset")
+        if self.fmt == "csv":
+            return Templates(prefix, mid_timestamp, mid_key, suffix_low, high[3], split,
+                             csv=True)
+        return Templates(prefix, mid_timestamp, mid_key, suffix_low, high[3], split)
+
+    def _cut(self, sample: ReplayedRecord) -> tuple[bytes, bytes, bytes, bytes]:
+        # The sample's offset only chose its classification: written as 0, like its empty
+        # key and value, then cut out.
+        text = self._text(ReplayedRecord(
+            record=Record(offset=0, timestamp=0, key=None, value=None),
+            producer_id=sample.producer_id, producer_epoch=sample.producer_epoch,
+            is_transactional=sample.is_transactional, visible=sample.visible,
+            reason=sample.reason, abort_marker_offset=sample.abort_marker_offset,
+            transaction_first_offset=sample.transaction_first_offset,
+            pinned_by=sample.pinned_by))
+        if self.fmt == "csv":
+            head, fields = "0,0", ",,,,[]"
+            prefix, mid_timestamp = "", ","
+        else:
+            head, fields = '{"offset":0,"timestamp":0', '"key":null,"value":null,"headers":[]'
+            prefix, mid_timestamp = '{"offset":', ',"timestamp":'
+        if not text.startswith(head) or fields not in text:
+            raise AssertionError(f"unexpected record text {text!r}")
+        rest = text[len(head):]
+        mid_key = rest[: rest.index(fields)]
+        suffix = rest[len(mid_key) + len(fields):]
+        return (prefix.encode(), mid_timestamp.encode(), mid_key.encode(), suffix.encode())

@@ -1,0 +1,435 @@
+/*
+ * kafkatx.formats._batchscan.format_records -- the records of a v2 batch written straight out
+ * as JSON lines or CSV rows, without a Python object per record.
+ *
+ *   format_records(data, count, base_offset, base_timestamp, max_timestamp, log_append_time,
+ *                  min_offset, max_offset, stop_at_max, csv, prefix, mid_timestamp, mid_key,
+ *                  suffix_low, suffix_high, split_offset, separator)
+ *       -> (bytes, records_written, stopped) | None
+ *
+ * Decodes the records exactly as decode_records does (DefaultRecord#readFrom) and refuses
+ * (None) every batch decode_records refuses, so the caller's fallback (the Python rendering
+ * of decode_records' or construct's records) reports it. Each record whose offset is within
+ * [min_offset, max_offset] is written as
+ *
+ *   [separator] prefix OFFSET mid_timestamp TIMESTAMP mid_key KEY VALUE HEADERS suffix
+ *
+ * where suffix is suffix_low for an offset below split_offset, else suffix_high. A record
+ * below min_offset is skipped; the first record above max_offset sets `stopped` and, with
+ * stop_at_max, ends the output (the rest of the batch is still decoded, to be refused if it
+ * does not decode). The caller's templates carry everything constant in a batch (producer,
+ * visibility, the view); KEY, VALUE and HEADERS follow kafkatx.formats.record_batch.
+ * render_bytes (UTF-8 text when every character is printable or a tab, CR or LF; otherwise
+ * base64 with a `_encoding` field) and json.dumps(ensure_ascii=False) for JSON:
+ *
+ *   JSON: "key":<null|"text"|"b64","key_encoding":"base64">,"value":...,
+ *         "headers":[{"key":"k","value":...},...]
+ *   CSV:  key,key_encoding,value,value_encoding,headers (the headers as json.dumps with its
+ *         default ", " and ": " separators), each quoted as csv.writer's QUOTE_MINIMAL does
+ *         (a field holding a comma, a quote or a LF is quoted, quotes doubled). A text field
+ *         holding a CR is refused (None): csv's rule for it differs between Python versions.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "_varint.h"
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} out_t;
+
+static int reserve(out_t *o, Py_ssize_t more)
+{
+    if (o->len + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + more)
+        cap *= 2;
+    char *buf = PyMem_Realloc(o->buf, (size_t)cap);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = buf;
+    o->cap = cap;
+    return 0;
+}
+
+static int put(out_t *o, const void *p, Py_ssize_t n)
+{
+    if (reserve(o, n) < 0)
+        return -1;
+    memcpy(o->buf + o->len, p, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+#define PUT_LIT(o, s) put((o), (s), (Py_ssize_t)(sizeof(s) - 1))
+
+static int put_ll(out_t *o, long long v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", v);
+    return put(o, tmp, n);
+}
+
+enum { FIELD_NULL, FIELD_TEXT, FIELD_BINARY };
+
+/* render_bytes' choice for bytes that are not null: text iff valid UTF-8 whose characters are
+ * all printable (str.isprintable) or a tab, CR or LF. -1 on a Python error. */
+static int classify(const uint8_t *p, Py_ssize_t n)
+{
+    int ascii = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (b >= 0x80)
+            ascii = 0;
+        else if ((b < 0x20 && b != '\t' && b != '\r' && b != '\n') || b == 0x7F)
+            return FIELD_BINARY;  /* one character, not printable, whatever the rest holds */
+    }
+    if (ascii)
+        return FIELD_TEXT;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    if (text == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return -1;
+        PyErr_Clear();
+        return FIELD_BINARY;
+    }
+    int kind = FIELD_TEXT;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 ch = PyUnicode_READ_CHAR(text, i);
+        if (ch >= 0x80 && !Py_UNICODE_ISPRINTABLE(ch)) {
+            kind = FIELD_BINARY;
+            break;
+        }
+    }
+    Py_DECREF(text);
+    return kind;
+}
+
+/* Whether p[0:n] is valid UTF-8 (header keys are strings: construct refuses anything else). */
+static int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error)
+{
+    Py_ssize_t i = 0;
+    while (i < n && p[i] < 0x80)
+        i++;
+    if (i == n)
+        return 1;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    if (text != NULL) {
+        Py_DECREF(text);
+        return 1;
+    }
+    if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+        PyErr_Clear();
+    else
+        *error = 1;
+    return 0;
+}
+
+/* A JSON string body as json.dumps(ensure_ascii=False) writes it (valid UTF-8 input). */
+static int put_json_text(out_t *o, const uint8_t *p, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (reserve(o, n * 6) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (b >= 0x20 && b != '"' && b != '\\') {
+            *w++ = (char)b;
+            continue;
+        }
+        *w++ = '\\';
+        switch (b) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\r': *w++ = 'r'; break;
+        case '\t': *w++ = 't'; break;
+        case '\b': *w++ = 'b'; break;
+        case '\f': *w++ = 'f'; break;
+        default:
+            *w++ = 'u';
+            *w++ = '0';
+            *w++ = '0';
+            *w++ = hex[b >> 4];
+            *w++ = hex[b & 0xF];
+        }
+    }
+    o->len = w - o->buf;
+    return 0;
+}
+
+static int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n)
+{
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (reserve(o, (n + 2) / 3 * 4) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8) | p[i + 2];
+        *w++ = abc[v >> 18];
+        *w++ = abc[(v >> 12) & 63];
+        *w++ = abc[(v >> 6) & 63];
+        *w++ = abc[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)p[i + 1] << 8;
+        *w++ = abc[v >> 18];
+        *w++ = abc[(v >> 12) & 63];
+        *w++ = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+        *w++ = '=';
+    }
+    o->len = w - o->buf;
+    return 0;
+}
+
+/* A CSV field as csv.writer (QUOTE_MINIMAL, delimiter ",", lineterminator "\n") writes it. */
+static int put_csv_field(out_t *o, const char *p, Py_ssize_t n)
+{
+    int quote = 0;
+    for (Py_ssize_t i = 0; i < n && !quote; i++)
+        quote = p[i] == ',' || p[i] == '"' || p[i] == '\n';
+    if (!quote)
+        return put(o, p, n);
+    if (reserve(o, 2 * n + 2) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] == '"')
+            *w++ = '"';
+        *w++ = p[i];
+    }
+    *w++ = '"';
+    o->len = w - o->buf;
+    return 0;
+}
+
+typedef struct {
+    const uint8_t *p;  /* NULL: null */
+    Py_ssize_t n;
+} span_t;
+
+/* `"name":...` of a key, value or header value in JSON; ", " before "name_encoding" when
+ * `spaced` (json.dumps' default separators, the CSV headers column). */
+static int put_json_field(out_t *o, const char *name, span_t s, int spaced)
+{
+    const char *colon = spaced ? "\": " : "\":";
+    if (PUT_LIT(o, "\"") < 0 || put(o, name, (Py_ssize_t)strlen(name)) < 0 ||
+        put(o, colon, (Py_ssize_t)strlen(colon)) < 0)
+        return -1;
+    if (s.p == NULL)
+        return PUT_LIT(o, "null");
+    int kind = classify(s.p, s.n);
+    if (kind < 0 || PUT_LIT(o, "\"") < 0)
+        return -1;
+    if (kind == FIELD_TEXT)
+        return put_json_text(o, s.p, s.n) < 0 ? -1 : PUT_LIT(o, "\"");
+    if (put_base64(o, s.p, s.n) < 0 || PUT_LIT(o, "\"") < 0 ||
+        put(o, spaced ? ", \"" : ",\"", spaced ? 3 : 2) < 0 ||
+        put(o, name, (Py_ssize_t)strlen(name)) < 0)
+        return -1;
+    return spaced ? PUT_LIT(o, "_encoding\": \"base64\"") : PUT_LIT(o, "_encoding\":\"base64\"");
+}
+
+/* "key,key_encoding," (or the value's) in CSV; 1 when refused (a CR in text). */
+static int put_csv_bytes(out_t *o, span_t s)
+{
+    if (s.p == NULL)
+        return PUT_LIT(o, ",,");
+    int kind = classify(s.p, s.n);
+    if (kind < 0)
+        return -1;
+    if (kind == FIELD_TEXT) {
+        if (memchr(s.p, '\r', (size_t)s.n) != NULL)
+            return 1;
+        return put_csv_field(o, (const char *)s.p, s.n) < 0 ? -1 : PUT_LIT(o, ",,");
+    }
+    return put_base64(o, s.p, s.n) < 0 ? -1 : PUT_LIT(o, ",base64,");
+}
+
+/* The headers array of a record (count varint, then UTF-8 key and nullable value pairs) as
+ * JSON into `o`; 1 when the bytes are not the exact reader's, -1 on a Python error. */
+static int put_headers(out_t *o, cursor_t *c, int spaced)
+{
+    int64_t count;
+    if (read_zigzag(c, 5, &count) < 0 || count < 0 || count > c->end - c->p)
+        return 1;
+    if (PUT_LIT(o, "[") < 0)
+        return -1;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t klen, vlen;
+        if (read_zigzag(c, 5, &klen) < 0 || klen < 0 || klen > c->end - c->p)
+            return 1;
+        const uint8_t *key = c->p;
+        c->p += klen;
+        int error = 0;
+        if (!valid_utf8(key, (Py_ssize_t)klen, &error))
+            return error ? -1 : 1;
+        if (read_zigzag(c, 5, &vlen) < 0 || vlen < -1 || vlen > c->end - c->p)
+            return 1;
+        span_t value = {vlen < 0 ? NULL : c->p, vlen < 0 ? 0 : (Py_ssize_t)vlen};
+        if (vlen > 0)
+            c->p += vlen;
+        if ((i && (spaced ? PUT_LIT(o, ", ") : PUT_LIT(o, ",")) < 0) ||
+            (spaced ? PUT_LIT(o, "{\"key\": \"") : PUT_LIT(o, "{\"key\":\"")) < 0 ||
+            put_json_text(o, key, (Py_ssize_t)klen) < 0 ||
+            (spaced ? PUT_LIT(o, "\", ") : PUT_LIT(o, "\",")) < 0 ||
+            put_json_field(o, "value", value, spaced) < 0 || PUT_LIT(o, "}") < 0)
+            return -1;
+    }
+    return PUT_LIT(o, "]");
+}
+
+static int read_span(cursor_t *c, span_t *s)
+{
+    int64_t n;
+    if (read_zigzag(c, 5, &n) < 0 || n < -1 || n > c->end - c->p)
+        return -1;
+    s->p = n < 0 ? NULL : c->p;
+    s->n = n < 0 ? 0 : (Py_ssize_t)n;
+    if (n > 0)
+        c->p += n;
+    return 0;
+}
+
+typedef struct {
+    Py_buffer prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
+} templates_t;
+
+/* One record; 0 written or skipped, 1 refused, -1 Python error. `emit` 0: decode only. */
+static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_t *t,
+                         long long base_offset, long long base_timestamp,
+                         long long max_timestamp, int log_append, int csv, int emit,
+                         long long split, long long *offset_out)
+{
+    int64_t length;
+    if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p)
+        return 1;
+    cursor_t body = {c->p, c->p + length};
+    c->p += length;
+    if (body.p >= body.end)
+        return 1;
+    body.p++;  /* attributes: unused by the record itself */
+    int64_t timestamp_delta, offset_delta;
+    if (read_zigzag(&body, 10, &timestamp_delta) < 0 || read_zigzag(&body, 5, &offset_delta) < 0)
+        return 1;
+    long long offset, timestamp = max_timestamp;
+    if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset) ||
+        (!log_append &&
+         __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)))
+        return 1;
+    *offset_out = offset;
+    span_t key, value;
+    if (read_span(&body, &key) < 0 || read_span(&body, &value) < 0)
+        return 1;
+    if (emit) {
+        if (put(o, t->prefix.buf, t->prefix.len) < 0 || put_ll(o, offset) < 0 ||
+            put(o, t->mid_timestamp.buf, t->mid_timestamp.len) < 0 || put_ll(o, timestamp) < 0 ||
+            put(o, t->mid_key.buf, t->mid_key.len) < 0)
+            return -1;
+        int r;
+        if (csv) {
+            r = put_csv_bytes(o, key);
+            if (r == 0)
+                r = put_csv_bytes(o, value);
+        } else {
+            r = put_json_field(o, "key", key, 0);
+            if (r == 0 && PUT_LIT(o, ",") < 0)
+                r = -1;
+            if (r == 0)
+                r = put_json_field(o, "value", value, 0);
+            if (r == 0)
+                r = PUT_LIT(o, ",\"headers\":");
+        }
+        if (r != 0)
+            return r;
+    }
+    /* CSV quotes the headers' JSON as one field; a record not written is only checked. */
+    out_t *h = (csv || !emit) ? scratch : o;
+    if (h == scratch)
+        scratch->len = 0;
+    int r = put_headers(h, &body, csv);
+    if (r != 0)
+        return r;
+    if (body.p != body.end)
+        return 1;
+    if (!emit)
+        return 0;
+    if (csv && put_csv_field(o, scratch->buf, scratch->len) < 0)
+        return -1;
+    const Py_buffer *suffix = offset < split ? &t->suffix_low : &t->suffix_high;
+    return put(o, suffix->buf, suffix->len);
+}
+
+PyObject *format_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    templates_t t;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, max_timestamp, min_offset, max_offset, split;
+    int log_append, stop_at_max, csv;
+    if (!PyArg_ParseTuple(args, "y*nLLLpLLppy*y*y*y*y*Ly*", &view, &count, &base_offset,
+                          &base_timestamp, &max_timestamp, &log_append, &min_offset,
+                          &max_offset, &stop_at_max, &csv, &t.prefix, &t.mid_timestamp,
+                          &t.mid_key, &t.suffix_low, &t.suffix_high, &split, &t.separator))
+        return NULL;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    cursor_t c = {data, data + view.len};
+    out_t o = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Py_ssize_t written = 0;
+    int stopped = 0, result = 0;
+    for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+        /* Whether to write is known only once the offset is: decode into the output, then
+         * take the record back out when it falls outside the range. */
+        Py_ssize_t mark = o.len;
+        int emit = !(stopped && stop_at_max);
+        if (emit && written && put(&o, t.separator.buf, t.separator.len) < 0) {
+            result = -1;
+            break;
+        }
+        long long offset = 0;
+        result = format_record(&c, &o, &scratch, &t, base_offset, base_timestamp,
+                               max_timestamp, log_append, csv, emit, split, &offset);
+        if (result != 0 || !emit)
+            continue;
+        if (offset < min_offset) {
+            o.len = mark;
+        } else if (offset > max_offset) {
+            o.len = mark;
+            stopped = 1;
+        } else {
+            written++;
+        }
+    }
+    if (result == 0 && c.p != c.end)
+        result = 1;
+    PyObject *out = NULL;
+    if (result == 0)
+        out = Py_BuildValue("(y#nO)", o.buf ? o.buf : "", o.len, written,
+                            stopped ? Py_True : Py_False);
+    else if (result == 1)
+        out = Py_NewRef(Py_None);
+    PyMem_Free(o.buf);
+    PyMem_Free(scratch.buf);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&t.prefix);
+    PyBuffer_Release(&t.mid_timestamp);
+    PyBuffer_Release(&t.mid_key);
+    PyBuffer_Release(&t.suffix_low);
+    PyBuffer_Release(&t.suffix_high);
+    PyBuffer_Release(&t.separator);
+    return out;
+}
