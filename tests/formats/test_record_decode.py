@@ -105,6 +105,12 @@ def test_damaged_batches_fail_or_decode_the_same(data: bytes, edits: list[tuple[
                                                   count: int | None) -> None:
     """Changed bytes in the records section (and a patched record count): the same records
     or the same ``FormatError`` (the C decoder hands what it does not accept to construct)."""
+    _decoded(damaged(data, edits, count))
+
+
+def damaged(data: bytes, edits: list[tuple[int, int]], count: int | None) -> bytes:
+    """``data`` with bytes of its records section set (at positions modulo its length) and
+    its record count patched."""
     buf = bytearray(data)
     body = len(buf) - HEADER_SIZE
     if body:
@@ -112,7 +118,7 @@ def test_damaged_batches_fail_or_decode_the_same(data: bytes, edits: list[tuple[
             buf[HEADER_SIZE + at % body] = value
     if count is not None:
         struct.pack_into(">i", buf, RECORDS_COUNT_AT, count)
-    _decoded(bytes(buf))
+    return bytes(buf)
 
 
 @pytest.mark.parametrize("payload", [

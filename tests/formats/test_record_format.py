@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +22,6 @@ from hypothesis import strategies as st
 from kafkatx.analysis.consumer_view import ConsumerView, classify
 from kafkatx.cli.replay_writer import ReplayWriter
 from kafkatx.errors import FormatError
-from kafkatx.formats.batch_layout import HEADER_SIZE
 from kafkatx.formats.batchscan import scan_v2_run
 from kafkatx.formats.record_batch import (
     ControlType,
@@ -41,9 +39,9 @@ from kafkatx.formats.record_format import (
     format_batch,
 )
 from kafkatx.semantics.read_committed import Decision, IsolationLevel
+from tests.formats.test_record_decode import damaged
 
 T0 = 1_763_700_000_000
-RECORDS_COUNT_AT = 57
 
 # Text that is printable, text that is not (controls, U+2028, unassigned...), bytes that are
 # not UTF-8, and what JSON and CSV must escape or quote.
@@ -87,17 +85,6 @@ def _exact(data: bytes) -> list[Record] | None:
         return list(iter_records(data, 0, parse_header(data, 0)))
     except FormatError:
         return None
-
-
-def _damaged(data: bytes, edits: list[tuple[int, int]], count: int | None) -> bytes:
-    buf = bytearray(data)
-    body = len(buf) - HEADER_SIZE
-    if body:
-        for at, value in edits:
-            buf[HEADER_SIZE + at % body] = value
-    if count is not None:
-        struct.pack_into(">i", buf, RECORDS_COUNT_AT, count)
-    return bytes(buf)
 
 
 def _check_replay(data: bytes, fmt: str, decision: Decision, beyond: bool, lo: int,
@@ -159,7 +146,7 @@ def test_replay_batches_format_as_python_renders_them(
 def test_damaged_batches_are_refused_or_format_the_same(
         data: bytes, fmt: str, edits: list[tuple[int, int]], count: int | None,
         beyond: bool) -> None:
-    data = _damaged(data, edits, count)
+    data = damaged(data, edits, count)
     base = parse_header(data, 0).base_offset
     _check_replay(data, fmt, Decision.DELIVER, beyond, INT64_MIN, None, base + 3, False)
 
@@ -169,7 +156,7 @@ def test_damaged_batches_are_refused_or_format_the_same(
 def test_dump_records_format_as_to_dict_encodes_them(
         data: bytes, window: tuple[int, int | None], damage: bool) -> None:
     if damage:
-        data = _damaged(data, [(len(data) // 2, 0xFF)], None)
+        data = damaged(data, [(len(data) // 2, 0xFF)], None)
     headers, _, _ = scan_v2_run(data, 0, len(data))
     if len(headers) != 1:
         return
