@@ -26,10 +26,27 @@ from kafkatx.formats.producer_snapshot import (
 )
 from kafkatx.formats.record_batch import ControlType, Record, build_batch, build_control_batch
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.transaction_log import TransactionLogKey, TransactionLogValue
+from kafkatx.formats.transaction_log import build_key as txn_key
+from kafkatx.formats.transaction_log import build_value as txn_value
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
 from kafkatx.storage.segment_writer import PartitionWriter, segment_name
 
 T0 = 1_763_700_000_000  # 2025-11-21T04:40:00Z
+
+
+def txn_state_batch(tid: str, value: TransactionLogValue | None, *, offset: int, timestamp: int,
+                    partition_leader_epoch: int = 0, key: bytes | None = None,
+                    raw_value: bytes | None = None) -> bytes:
+    """One ``__transaction_state`` record in a batch of its own, as
+    ``TransactionStateManager#appendTransactionToLog`` writes it (``None``: a tombstone;
+    ``key``/``raw_value``: bytes as they are, for damaged records)."""
+    if raw_value is None and value is not None:
+        raw_value = txn_value(value)
+    return build_batch([Record(offset=offset, timestamp=timestamp,
+                               key=txn_key(TransactionLogKey(transactional_id=tid))
+                               if key is None else key,
+                               value=raw_value)], partition_leader_epoch=partition_leader_epoch)
 
 
 class PartitionBuilder:
@@ -85,6 +102,17 @@ class PartitionBuilder:
         """Append prebuilt batch bytes as they are (offsets included)."""
         self.writer.append(batch)
         return self
+
+    def txn_state(self, tid: str, value: TransactionLogValue | None, *,
+                  timestamp: int | None = None, partition_leader_epoch: int = 0
+                  ) -> PartitionBuilder:
+        """Append one ``__transaction_state`` record (:func:`txn_state_batch`), at the value's
+        update time unless ``timestamp`` says otherwise."""
+        if timestamp is None:
+            timestamp = T0 if value is None else value.last_update_timestamp_ms
+        return self.raw(txn_state_batch(tid, value, offset=self.log_end_offset,
+                                        timestamp=timestamp,
+                                        partition_leader_epoch=partition_leader_epoch))
 
     def marker(self, kind: ControlType, *, pid: int, epoch: int, coordinator_epoch: int = 0,
                at: int | None = None) -> PartitionBuilder:

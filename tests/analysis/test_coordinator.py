@@ -12,19 +12,17 @@ from hypothesis import strategies as st
 
 from kafkatx.analysis.coordinator import CoordinatorView, read_coordinator
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding
-from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.transaction_log import (
-    TransactionLogKey,
     TransactionLogValue,
     TransactionState,
     TxnTopicPartitions,
-    build_key,
     build_value,
 )
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import java_string_hashcode, partition_for
 from kafkatx.semantics.transaction_states import VALID_PREVIOUS_STATES
 from kafkatx.storage.segment_writer import PartitionWriter
+from tests.analysis.logdirs import txn_state_batch
 
 S = TransactionState
 T0 = 1_763_700_000_000
@@ -77,11 +75,8 @@ class Coordinator:
         offset = w.log_end_offset
         if ts is None:
             ts = value.last_update_timestamp_ms if value is not None else T0
-        key_bytes = build_key(TransactionLogKey(transactional_id=tid)) if key is None else key
-        value_bytes = raw_value if raw_value is not None else (
-            None if value is None else build_value(value))
-        w.append(build_batch([Record(offset=offset, timestamp=ts, key=key_bytes,
-                                     value=value_bytes)], partition_leader_epoch=0))
+        w.append(txn_state_batch(tid, value, offset=offset, timestamp=ts, key=key,
+                                 raw_value=raw_value))
         return offset
 
     def history(self, tid: str, values: list[TransactionLogValue | None]) -> None:

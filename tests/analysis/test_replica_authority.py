@@ -17,14 +17,10 @@ from pathlib import Path
 from kafkatx.analysis.coordinator import TOPIC as TXN_TOPIC
 from kafkatx.engines.local import AnalysisOptions, inspect_paths
 from kafkatx.formats.checkpoints import EpochEntry, build_leader_epoch_checkpoint
-from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.transaction_log import (
-    TransactionLogKey,
     TransactionLogValue,
     TransactionState,
     TxnTopicPartitions,
-    build_key,
-    build_value,
 )
 from kafkatx.semantics.coordinator_partition import partition_for
 from tests.analysis.logdirs import T0, LogDirBuilder, PartitionBuilder
@@ -45,9 +41,7 @@ def value(state: TransactionState, pid: int, at: int, parts: list[int] | None = 
 
 
 def coordinator_record(p: PartitionBuilder, tid: str, v: TransactionLogValue, epoch: int) -> None:
-    p.raw(build_batch([Record(offset=p.log_end_offset, timestamp=v.last_update_timestamp_ms,
-                              key=build_key(TransactionLogKey(transactional_id=tid)),
-                              value=build_value(v))], partition_leader_epoch=epoch))
+    p.txn_state(tid, v, partition_leader_epoch=epoch)
 
 
 def epochs(p: PartitionBuilder, *entries: tuple[int, int]) -> None:

@@ -42,12 +42,9 @@ from kafkatx.formats.consumer_offsets import build_value as group_value
 from kafkatx.formats.record_batch import ControlType, Record, build_batch, build_control_batch
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.formats.transaction_log import (
-    TransactionLogKey,
     TransactionLogValue,
     TransactionState,
     TxnTopicPartitions,
-    build_key,
-    build_value,
 )
 from kafkatx.semantics.coordinator_partition import partition_for
 from tests.analysis.logdirs import T0, LogDirBuilder, PartitionBuilder
@@ -96,11 +93,7 @@ class Scenario:
                     tombstone_at: int = 0) -> None:
         p = self.part(TXN_TOPIC, partition_for(tid, self.num_partitions))
         for value in values:
-            ts = T0 + tombstone_at if value is None else value.last_update_timestamp_ms
-            p.raw(build_batch([Record(
-                offset=p.log_end_offset, timestamp=ts,
-                key=build_key(TransactionLogKey(transactional_id=tid)),
-                value=None if value is None else build_value(value))], partition_leader_epoch=0))
+            p.txn_state(tid, value, timestamp=T0 + tombstone_at if value is None else None)
 
     def offsets(self, partition: int, *, pid: int, epoch: int, group: str,
                 commits: dict[tuple[str, int], int], at: int) -> None:
