@@ -70,6 +70,28 @@ def java_command(version: str, main_class: str, *args: str, log_level: str = "in
     return [dist.java_binary(), *JVM_OPTIONS, level, "-cp", cp, main_class, *args]
 
 
+def end_line_driver(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """End a JVM driven line by line on its stdin: close stdin (its read loop ends), wait
+    ``timeout`` seconds, SIGKILL it if it is still there, close its pipes."""
+    if proc.poll() is None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    close_pipes(proc)
+
+
+def close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None and not pipe.closed:
+            with contextlib.suppress(BrokenPipeError):
+                pipe.close()
+
+
 @dataclass
 class KafkaNode:
     """One KRaft process: ``roles`` is ``broker,controller``, ``broker`` or ``controller``."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import dist
-from .node import java_command
+from .node import end_line_driver, java_command
 
 
 class KafkaLoad:
@@ -59,14 +59,5 @@ class KafkaLoad:
             shutil.rmtree(copy, ignore_errors=True)
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+        end_line_driver(self._proc)
         shutil.rmtree(self._scratch, ignore_errors=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import dist
-from .node import java_command
+from .node import close_pipes, end_line_driver, java_command
 
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
 FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
@@ -98,16 +98,7 @@ class KafkaTools:
         return data
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+        end_line_driver(self._proc)
 
     # kafka-transactions.sh
     def transactions(self, bootstrap: str, *args: str) -> ToolResult:
@@ -278,26 +269,13 @@ class JavaClient:
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait(10)
-        self._close_pipes()
+        close_pipes(self._proc)
 
     def close(self) -> None:
         if self._proc.poll() is None:
             with contextlib.suppress(RuntimeError, BrokenPipeError):
                 self.call("close")
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
-        self._close_pipes()
-
-    def _close_pipes(self) -> None:
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            if pipe is not None and not pipe.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    pipe.close()
+        end_line_driver(self._proc, 20)
 
     def __getattr__(self, name: str) -> Any:
         """``init()``, ``begin()``, ``commit()``, ``abort()``, ``assign(...)``, ..."""
