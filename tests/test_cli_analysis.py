@@ -6,11 +6,9 @@ import csv
 import hashlib
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from rich.console import Console
 
 from kafkatx.cli.progress import ScanProgress
 from kafkatx.semantics.coordinator_partition import partition_for
+from tests.command import kafkatx
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,11 +46,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return kafkatx(*args, columns=200)
 
 
 def run_json(*args: str | Path, expect: int = 0) -> object:

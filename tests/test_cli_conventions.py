@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.command import kafkatx
+
 ROOT = Path(__file__).resolve().parent.parent
 LOGDIR = ROOT / "fixtures" / "logdir"
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return kafkatx(*args)
 
 
 @pytest.mark.parametrize("command", [

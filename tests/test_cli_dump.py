@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.command import kafkatx
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
@@ -22,10 +22,8 @@ BATCH_KEYS = {"base_offset", "last_offset", "count", "producer_id", "producer_ep
               "crc_valid"}
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "kafkatx", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=120)
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return kafkatx(*args, columns=200)
 
 
 def jsonl(*args: str) -> list[dict]:

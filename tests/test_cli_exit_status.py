@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.command import kafkatx
+
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
 LOGDIR = FIX / "logdir"
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return kafkatx(*args, timeout=300)
 
 
 def error_of(proc: subprocess.CompletedProcess[str], status: int) -> dict[str, object]:

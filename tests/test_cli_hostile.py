@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.command import kafkatx
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,8 +23,7 @@ SEGMENT = "payments-0/00000000000000000000"
 
 
 def run(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return kafkatx(*args, timeout=timeout)
 
 
 def copy_logdir(tmp_path: Path) -> Path:

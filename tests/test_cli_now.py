@@ -8,11 +8,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.command import kafkatx
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGDIR = ROOT / "fixtures" / "logdir"
@@ -22,11 +23,7 @@ DAY_MS = 86_400_000
 
 
 def run(*args: str | Path, env_now: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "KAFKATX_NOW"}
-    if env_now is not None:
-        env["KAFKATX_NOW"] = env_now
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    return kafkatx(*args, env={"KAFKATX_NOW": env_now})
 
 
 def copy_with_mtime(tmp_path: Path, mtime_ms: int) -> Path:

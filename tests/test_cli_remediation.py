@@ -8,16 +8,16 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.command import kafkatx
 
 ROOT = Path(__file__).resolve().parent.parent
 HANGING = Path("fixtures/served/hanging")
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return kafkatx(*args)
 
 
 def plan(stdout: str) -> list[str]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.command import kafkatx
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +18,7 @@ LOGDIR = ROOT / "fixtures" / "logdir"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", "replay", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          env={**os.environ, "COLUMNS": "200"})
+    return kafkatx("replay", *args, columns=200)
 
 
 def jsonl(*args: str) -> list[dict]:

@@ -7,18 +7,18 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.command import kafkatx
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGDIR = ROOT / "fixtures" / "logdir"
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return kafkatx(*args, timeout=300)
 
 
 def table_rows(stdout: str) -> list[str]:

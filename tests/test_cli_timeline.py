@@ -8,16 +8,15 @@ the CI image), it does not skip.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from tests.command import kafkatx
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,11 +32,7 @@ PARTITION_KEYS = {"topic", "partition", "first_offset", "last_offset", "marker_o
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return kafkatx(*args, columns=200)
 
 
 def jsonl(*args: str | Path) -> list[dict]:

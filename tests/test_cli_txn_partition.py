@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from kafkatx.semantics.coordinator_partition import partition_for
+from tests.command import kafkatx
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGDIR = ROOT / "fixtures" / "logdir"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, "-m", "kafkatx", "txn-partition", *args],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    return kafkatx("txn-partition", *args, columns=200, env={"PYTHONIOENCODING": "utf-8"},
+                   timeout=60)
 
 
 def as_json(*args: str) -> dict:

@@ -7,9 +7,7 @@ docstring names. Every analysis also proves the log dir was left untouched.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +28,7 @@ from tests.analysis.test_timeline import S, Scenario, v
 from tests.broker.serve_process import ServeProcess
 from tests.broker.test_wire_delete_records import delete_records
 from tests.broker.wire import WireClient
+from tests.command import kafkatx
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +36,7 @@ HOUR_MS = 3_600_000
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "kafkatx", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          env={**os.environ, "COLUMNS": "200"})
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return kafkatx(*args, columns=200)
 
 
 def cli_json(*args: str | Path) -> object:

@@ -8,39 +8,22 @@ CRC made right again), between two good batches, so the finding must name the mi
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
-import crc32c
 import pytest
 
 from kafkatx.formats.compression import Codec
 from kafkatx.formats.record_batch import HEADER_SIZE, Record, build_batch
 from kafkatx.formats.record_validation import record_problems
 from kafkatx.formats.segment_scan import scan_segment
+from tests.formats.batch_edits import with_records_section
 from tests.readonly import assert_unchanged, snapshot_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = [Record(offset=i, timestamp=1_700_000_000_000 + i, key=b"k", value=b"value-%d" % i)
            for i in range(3)]
-
-
-def _recrc(batch: bytearray) -> bytes:
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
-    return bytes(batch)
-
-
-def _with_records_section(batch: bytes, section: bytes, *, count: int | None = None,
-                          attributes: int | None = None) -> bytes:
-    out = bytearray(batch[:HEADER_SIZE] + section)
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    if count is not None:
-        struct.pack_into(">i", out, 57, count)
-    if attributes is not None:
-        struct.pack_into(">h", out, 21, attributes)
-    return _recrc(out)
 
 
 def _good(base: int, codec: int = 0) -> bytes:
@@ -56,18 +39,18 @@ def _bad_batches() -> dict[str, tuple[bytes, str]]:
     overrun = bytearray(section)
     overrun[0] = 0x7E  # the first record's length (zigzag 63) runs past the batch
     out = {
-        "record_length_overruns_the_batch": (_with_records_section(good, bytes(overrun)),
+        "record_length_overruns_the_batch": (with_records_section(good, bytes(overrun)),
                                              "does not fit in the batch"),
-        "count_above_the_records": (_with_records_section(good, section, count=4),
+        "count_above_the_records": (with_records_section(good, section, count=4),
                                     "record 3"),
-        "count_below_the_records": (_with_records_section(good, section, count=2),
+        "count_below_the_records": (with_records_section(good, section, count=2),
                                     "bytes left after the 2 declared records"),
-        "trailing_bytes": (_with_records_section(good, section + b"\x00\x01\x02"),
+        "trailing_bytes": (with_records_section(good, section + b"\x00\x01\x02"),
                            "3 bytes left after the 3 declared records"),
     }
     for codec in (Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD):
         out[f"{codec.name.lower()}_flag_over_raw_bytes"] = (
-            _with_records_section(good, section, attributes=int(codec)), "")
+            with_records_section(good, section, attributes=int(codec)), "")
     return out
 
 

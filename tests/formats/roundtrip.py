@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
+
+
+def classic_string(text: str) -> bytes:
+    """A non-flexible Kafka STRING, assembled by hand: int16 length, then UTF-8 bytes."""
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
 
 
 def assert_roundtrip(

@@ -26,6 +26,7 @@ from kafkatx.formats.batchscan import (
     scan_v2_run,
     scan_v2_run_python,
 )
+from tests.formats.batch_edits import recrc
 
 ROOT = Path(__file__).resolve().parents[2]
 INT32_MAX = 2**31 - 1
@@ -325,8 +326,7 @@ def test_stop_reasons_explicit() -> None:
     cols, stop, reason = scan_both(bytes(minimal))
     assert (len(cols), stop, reason) == (1, 61, StopReason.END)
     assert not cols.crc_valid[0]
-    struct.pack_into(">I", minimal, 17, crc32c.crc32c(bytes(minimal[21:])))
-    assert scan_both(bytes(minimal))[0].crc_valid[0]
+    assert scan_both(recrc(minimal))[0].crc_valid[0]
 
 
 def test_start_end_subrange_and_absolute_positions() -> None:

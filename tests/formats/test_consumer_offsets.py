@@ -30,13 +30,9 @@ from kafkatx.formats.group_record_schemas import KEY_SCHEMAS, VALUE_SCHEMAS
 from kafkatx.formats.group_records import GroupTypeKey, GroupTypeValue
 from kafkatx.formats.kafka_messages import default_message
 from tests.formats.roundtrip import assert_roundtrip
+from tests.formats.roundtrip import classic_string as _s
 
 TS = 1_700_000_000_123
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
 
 
 def _cs(text: str) -> bytes:  # compact string, short enough for a one-byte varint

@@ -11,6 +11,7 @@ vectorised path on every well-formed file.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,17 +73,9 @@ def time_files(draw: st.DrawFn) -> tuple[bytes, bool]:
 def test_offset_index_columns_equal_the_entry_reader(case: tuple[bytes, bool], base: int
                                                      ) -> None:
     """``OffsetIndex`` entries as ``read_offset_index`` reads them, columnar."""
-    data, well_formed = case
-    exact = read_offset_index(data, base_offset=base, path="x.index")
-    cols = read_offset_index_columns(data, base_offset=base, path="x.index")
-    assert [(e.offset, e.relative_offset, e.position, e.file_position)
-            for e in exact.entries] == [
-        (e.offset, e.relative_offset, e.position, e.file_position)
-        for e in cols.to_read().entries]
-    assert _problems(cols) == _problems(exact)
-    assert cols.preallocated_tail_bytes == exact.preallocated_tail_bytes
-    if well_formed:
-        assert offset_index_common_case(data) is not None
+    _assert_columns_equal_entries(case, base, read_offset_index, read_offset_index_columns,
+                                  offset_index_common_case, "x.index",
+                                  ("offset", "relative_offset", "position", "file_position"))
 
 
 @settings(max_examples=300, deadline=None)
@@ -90,17 +83,25 @@ def test_offset_index_columns_equal_the_entry_reader(case: tuple[bytes, bool], b
        st.integers(0, 2**40))
 def test_time_index_columns_equal_the_entry_reader(case: tuple[bytes, bool], base: int) -> None:
     """``TimeIndex`` entries as ``read_time_index`` reads them, columnar."""
+    _assert_columns_equal_entries(case, base, read_time_index, read_time_index_columns,
+                                  time_index_common_case, "x.timeindex",
+                                  ("timestamp", "offset", "relative_offset", "file_position"))
+
+
+def _assert_columns_equal_entries(case: tuple[bytes, bool], base: int, read_entries: Any,
+                                  read_columns: Any, common_case: Any, path: str,
+                                  fields: tuple[str, ...]) -> None:
+    """The columns read back as the entries the per-entry reader reads, with the same problems
+    and tail; a well-formed file takes the numpy path."""
     data, well_formed = case
-    exact = read_time_index(data, base_offset=base, path="x.timeindex")
-    cols = read_time_index_columns(data, base_offset=base, path="x.timeindex")
-    assert [(e.timestamp, e.offset, e.relative_offset, e.file_position)
-            for e in exact.entries] == [
-        (e.timestamp, e.offset, e.relative_offset, e.file_position)
-        for e in cols.to_read().entries]
+    exact = read_entries(data, base_offset=base, path=path)
+    cols = read_columns(data, base_offset=base, path=path)
+    assert [tuple(getattr(e, f) for f in fields) for e in exact.entries] == [
+        tuple(getattr(e, f) for f in fields) for e in cols.to_read().entries]
     assert _problems(cols) == _problems(exact)
     assert cols.preallocated_tail_bytes == exact.preallocated_tail_bytes
     if well_formed:
-        assert time_index_common_case(data) is not None
+        assert common_case(data) is not None
 
 
 def test_all_zero_offset_index_keeps_entry_zero_on_the_fast_path() -> None:

@@ -28,13 +28,9 @@ from kafkatx.semantics.transaction_states import (
     is_valid_transition,
 )
 from tests.formats.roundtrip import assert_roundtrip
+from tests.formats.roundtrip import classic_string as _classic_string
 
 TS = 1_700_000_000_123
-
-
-def _classic_string(s: str) -> bytes:
-    raw = s.encode()
-    return struct.pack(">h", len(raw)) + raw
 
 
 def _value(**kw: object) -> TransactionLogValue:

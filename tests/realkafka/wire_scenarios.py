@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import crc32c
 from kio.serial import entity_reader, entity_writer
 
 from kafkatx.broker.wire import codec
 from kafkatx.formats.compression import Codec
 from kafkatx.formats.record_batch import HEADER_SIZE, Record, build_batch
 from tests.broker.wire import entity, request
+from tests.formats.batch_edits import with_records_section
 
 TOPIC = "side-by-side"
 PRODUCE_VERSION = 9  # flexible, with per-record errors; served by Kafka 3.0 to 4.4
@@ -151,20 +151,9 @@ def good_batch(codec_id: int = 0) -> bytes:
     return build_batch(RECORDS, base_offset=0, compression_id=codec_id)
 
 
-def _recrc(batch: bytearray) -> bytes:
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
-    return bytes(batch)
-
-
 def _with_section(section: bytes, *, count: int | None = None,
                   attributes: int | None = None) -> bytes:
-    out = bytearray(good_batch()[:HEADER_SIZE] + section)
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    if count is not None:
-        struct.pack_into(">i", out, 57, count)
-    if attributes is not None:
-        struct.pack_into(">h", out, 21, attributes)
-    return _recrc(out)
+    return with_records_section(good_batch(), section, count=count, attributes=attributes)
 
 
 def bad_batches() -> dict[str, bytes]:
