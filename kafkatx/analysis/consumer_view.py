@@ -221,7 +221,7 @@ def prepare(
 
 def _after_restart(pdir: PartitionDir, *, isolation: IsolationLevel, high_watermark: int | None,
                    scan: Callable[[Path], SegmentScan], now_ms: int | None) -> ConsumerView:
-    """The view of a broker that has just loaded these files (:mod:`kafkatx.storage.log_load`):
+    """The view of a broker that has just loaded these files (:mod:`kafkatx.semantics.log_load`):
     its log start and end, its LSO, the ``.txnindex`` entries it serves (rebuilt where it
     recovers a segment) and the bytes recovery keeps of each segment."""
     from kafkatx.analysis.restart_view import load_after_restart

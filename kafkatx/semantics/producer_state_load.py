@@ -1,6 +1,6 @@
 """Producer state as a broker's log load rebuilds it: snapshots, replays and the files they touch.
 
-Mirrors, for :mod:`kafkatx.storage.log_load`, the parts of Kafka 4.x that the load runs:
+Mirrors, for :mod:`kafkatx.semantics.log_load`, the parts of Kafka 4.x that the load runs:
 ``ProducerStateManager`` (its map of snapshot files: ``truncateAndReload``, ``loadFromSnapshot``,
 ``takeSnapshot``, ``removeStraySnapshots``, ``truncateFullyAndStartAt``,
 ``removeAndMarkSnapshotForDeletion``), ``UnifiedLog.rebuildProducerState`` with
