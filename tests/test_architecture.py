@@ -65,9 +65,12 @@ MODULES = modules()
 
 
 def imports(name: str, path: Path) -> Iterator[str]:
-    """Every kafkatx module ``name`` imports, wherever the import statement stands."""
+    """Every kafkatx module ``name`` imports, wherever the import statement stands, and the
+    modules it imports by name (``importlib.import_module``: a registry's modules)."""
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    yield from _imported_by_name(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name in MODULES)
         elif isinstance(node, ast.ImportFrom):
@@ -81,6 +84,26 @@ def imports(name: str, path: Path) -> Iterator[str]:
                     yield target
                 elif base in MODULES:
                     yield base
+
+
+def _imported_by_name(tree: ast.AST) -> Iterator[str]:
+    """In a module that calls ``import_module``/``__import__``: every string naming a kafkatx
+    module, whole or after an f-string's leading text (``f"kafkatx.analysis.checks.{name}"``
+    with ``name`` one of the module's strings)."""
+    calls = {node.func.attr if isinstance(node.func, ast.Attribute) else
+             node.func.id if isinstance(node.func, ast.Name) else None
+             for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    if not calls & {"import_module", "__import__"}:
+        return
+    strings = {node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    prefixes = {node.values[0].value for node in ast.walk(tree)
+                if isinstance(node, ast.JoinedStr) and node.values
+                and isinstance(node.values[0], ast.Constant)}
+    for text in strings:
+        for prefix in ("", *prefixes):
+            if prefix + text in MODULES:
+                yield prefix + text
 
 
 GRAPH = {name: {t for t in imports(name, path) if t != name} for name, path in MODULES.items()}
@@ -173,6 +196,10 @@ def test_the_checks_see_what_they_check() -> None:
     assert not upward("kafkatx.broker.protocol.server", "kafkatx.broker.context")
     assert not upward("kafkatx.cli.main", "kafkatx.formats.segment")
     assert "kafkatx.broker.context" in GRAPH["kafkatx.broker.protocol.server"]
+    # registries that import their modules by name
+    assert "kafkatx.analysis.checks.indexes" in GRAPH["kafkatx.analysis.checks"]
+    assert "kafkatx.broker.protocol.handlers.produce" in GRAPH["kafkatx.broker.protocol.handlers"]
+    assert "kafkatx.cli.verify_cmd" in GRAPH["kafkatx.cli.main"]
 
 
 def test_the_analysis_opens_no_file() -> None:

@@ -10,81 +10,19 @@ replayed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from importlib import import_module
 from types import ModuleType
 
-from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay_result import ReplayResult
-from kafkatx.analysis.stable_offsets import StableOffsets
-from kafkatx.errors import FormatError
-from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
-from kafkatx.formats.producer_snapshot import ProducerSnapshot
-from kafkatx.formats.segment_scan import SegmentScan
-from kafkatx.formats.txn_index import TxnIndexRead
-from kafkatx.semantics.swap_recovery import SwapRecoveryPlan
+from kafkatx.analysis.checks.context import (
+    PartitionCheck,
+    PartitionContext,
+    SegmentCheck,
+    SegmentContext,
+    SnapshotFile,
+)
 
-
-@dataclass(slots=True, kw_only=True)
-class SegmentContext:
-    """One segment of a partition, scanned, with its parsed sibling index files."""
-
-    topic: str
-    partition: int
-    base_offset: int  # from the file name
-    log_path: str
-    scan: SegmentScan
-    offset_index: OffsetIndexColumns | None = None
-    offset_index_path: str | None = None
-    time_index: TimeIndexColumns | None = None
-    time_index_path: str | None = None
-    # What OffsetIndex#sanityCheck / TimeIndex#sanityCheck say about the files as they are on disk
-    offset_index_sanity: tuple[FormatError, ...] = ()
-    time_index_sanity: tuple[FormatError, ...] = ()
-    txn_index: TxnIndexRead | None = None
-    txn_index_path: str | None = None
-    previous_last_offset: int | None = None  # last offset of the previous segment's last batch
-    next_base_offset: int | None = None  # base offset of the next segment (None: active one)
-
-
-@dataclass(slots=True, kw_only=True)
-class SnapshotFile:
-    offset: int  # exclusive end offset from the file name
-    path: str
-    snapshot: ProducerSnapshot
-
-
-@dataclass(slots=True, kw_only=True)
-class PartitionContext:
-    """A whole partition after replay: what the partition checks look at."""
-
-    topic: str
-    partition: int
-    path: str
-    replay: ReplayResult
-    stable: StableOffsets
-    log_start_offset: int
-    log_end_offset: int
-    segment_bases: list[int] = field(default_factory=list)
-    txn_indexes: dict[int, TxnIndexRead] = field(default_factory=dict)  # by segment base offset
-    txn_index_paths: dict[int, str] = field(default_factory=dict)
-    snapshots: list[SnapshotFile] = field(default_factory=list)
-    snapshot_replay: ReplayResult | None = None  # rebuilt from the newest good snapshot + tail
-    snapshot_replay_offset: int | None = None
-    cleaned_end: int = 0  # offsets below it lie in the cleaned prefix (kafkatx.analysis.cleaned)
-    now_ms: int = -1  # --now, else the newest timestamp in the log
-    transaction_timeout_ms: int = 60_000
-    max_transaction_timeout_ms: int = 900_000  # find-hanging's --max-transaction-timeout
-    max_timeout_said: str = "--max-transaction-timeout-ms"  # where that threshold came from
-    swap_recovery: SwapRecoveryPlan | None = None  # what the next load does with leftovers
-    # The transactions open as found that a broker restart on these files forgets, by
-    # (producer id, first offset) -> their data records (kafkatx.analysis.restart_view).
-    restart_forgets: dict[tuple[int, int], int] = field(default_factory=dict)
-
-
-SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]
-PartitionCheck = Callable[[PartitionContext], Iterable[Finding]]
+__all__ = ["PartitionCheck", "PartitionContext", "SegmentCheck", "SegmentContext", "SnapshotFile",
+           "partition_checks", "segment_checks"]
 
 # One module per invariant (kafkatx/analysis/checks/<name>.py).
 CHECK_MODULES = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import Finding
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kafkatx.analysis.checks import SegmentContext
+from kafkatx.analysis.checks.context import SegmentContext
 from kafkatx.analysis.findings import Finding, location
 from kafkatx.errors import FormatError
 from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns

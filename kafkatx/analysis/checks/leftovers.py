@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import Finding
 from kafkatx.semantics.swap_recovery import offset_from_file
 

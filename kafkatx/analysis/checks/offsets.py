@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kafkatx.analysis.checks import SegmentContext
+from kafkatx.analysis.checks.context import SegmentContext
 from kafkatx.analysis.findings import Finding, location
 
 MAX_DETAILED = 10  # regressions reported one by one per segment; the rest are counted

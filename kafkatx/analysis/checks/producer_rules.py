@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import Finding, location
 from kafkatx.semantics.producer_state import SEQUENCE_GAP
 

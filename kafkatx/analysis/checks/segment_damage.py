@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import SegmentContext
+from kafkatx.analysis.checks.context import SegmentContext
 from kafkatx.analysis.findings import Finding, location
 
 

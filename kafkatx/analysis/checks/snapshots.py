@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from kafkatx.analysis.checks import PartitionContext, SnapshotFile
+from kafkatx.analysis.checks.context import PartitionContext, SnapshotFile
 from kafkatx.analysis.findings import INFO, Finding, location
 from kafkatx.errors import CorruptSnapshotError
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import duration as _duration

@@ -24,7 +24,7 @@ import bisect
 import os
 from collections.abc import Iterator
 
-from kafkatx.analysis.checks import PartitionContext
+from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import WARNING, Finding, location
 from kafkatx.analysis.replay_result import ExpectedAbortedTxn
 from kafkatx.formats.txn_index import AbortedTxnEntry, TxnIndexRead

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from kafkatx.broker.faults import Faults
     from kafkatx.broker.logdir.log_cleaner import LogCleaner
     from kafkatx.broker.logdir.log_manager import LogManager
-    from kafkatx.broker.protocol.handlers import ApiHandler
+    from kafkatx.broker.protocol.handlers.registry import ApiHandler
     from kafkatx.broker.replication.replica_manager import ReplicaManager
 
 _SIZE = struct.Struct(">i")

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from kafkatx.broker.context import BrokerContext, RequestContext
+from kafkatx.broker.protocol.handlers.registry import REGISTRY, ApiHandler, api
 
-Handler = Callable[["BrokerContext", "RequestContext", Any], Awaitable[Any]]
+__all__ = ["ApiHandler", "api", "load_handlers"]
 
 HANDLER_MODULES = (
     "kafkatx.broker.protocol.handlers.api_versions",
@@ -34,39 +30,6 @@ HANDLER_MODULES = (
     "kafkatx.broker.protocol.handlers.transactions",
     "kafkatx.broker.protocol.handlers.groups",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ApiHandler:
-    api_key: int
-    min_version: int
-    max_version: int
-    handle: Handler
-    tv2_max_version: int | None = None  # the range's top at transaction.version 2
-    cluster_only: bool = False  # served by the brokers of a --brokers N serve only
-    cluster_max_version: int | None = None  # the top below transaction.version 2 with brokers
-
-    def supports(self, version: int) -> bool:
-        return self.min_version <= version <= self.max_version
-
-
-REGISTRY: dict[int, ApiHandler] = {}
-
-
-def api(api_key: int, min_version: int, max_version: int, *,
-        tv2_max_version: int | None = None, cluster_only: bool = False,
-        cluster_max_version: int | None = None) -> Callable[[Handler], Handler]:
-    """Register ``handle`` for ``api_key`` versions [min_version, max_version] (up to
-    ``tv2_max_version`` when the broker runs at transaction.version 2, up to
-    ``cluster_max_version`` below it for the brokers of a ``--brokers N`` serve: the
-    broker-to-broker versions their peers send)."""
-
-    def register(handle: Handler) -> Handler:
-        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, handle,
-                                       tv2_max_version, cluster_only, cluster_max_version)
-        return handle
-
-    return register
 
 
 def load_handlers(transaction_version: int = 0, *,

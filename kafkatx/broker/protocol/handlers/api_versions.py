@@ -17,7 +17,7 @@ from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.protocol.handlers import ApiHandler, api
+from kafkatx.broker.protocol.handlers.registry import ApiHandler, api
 from kafkatx.broker.wire import codec
 
 if TYPE_CHECKING:

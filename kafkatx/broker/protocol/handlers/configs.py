@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkatx.broker.protocol.config_admin import ConfigAdmin, Result
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 
 if TYPE_CHECKING:

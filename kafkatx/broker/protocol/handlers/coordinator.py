@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logdir.log_manager import INTERNAL_PARTITIONS
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkatx.semantics.coordinator_partition import partition_for

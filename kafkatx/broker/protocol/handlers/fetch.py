@@ -35,7 +35,7 @@ from kio.schema.errors import ErrorCode
 from kafkatx.broker.logs.legacy_records import UnsupportedCompression, down_convert
 from kafkatx.broker.logs.log_values import AppendError
 from kafkatx.broker.logs.partition_log import PartitionLog
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
 from kafkatx.semantics.read_committed import IsolationLevel

@@ -24,7 +24,7 @@ from kafkatx.broker.protocol.acl_operations import (
     AUTHORIZED_OPERATIONS_OMITTED,
     GROUP_AUTHORIZED_OPERATIONS,
 )
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 
 if TYPE_CHECKING:

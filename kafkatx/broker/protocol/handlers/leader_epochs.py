@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.handlers.fetch import leader_epoch_error
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET

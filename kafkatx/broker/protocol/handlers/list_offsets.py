@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.log_values import EARLIEST_TIMESTAMP
-from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.handlers.fetch import isolation_of, leader_epoch_error
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
 from kafkatx.semantics.read_committed import IsolationLevel

@@ -35,7 +35,7 @@ from kafkatx.broker.protocol.acl_operations import (
     CLUSTER_AUTHORIZED_OPERATIONS,
     TOPIC_AUTHORIZED_OPERATIONS,
 )
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 

@@ -29,7 +29,7 @@ from kafkatx.broker.logs.batch_header import BatchFrameError, BatchHeader, split
 from kafkatx.broker.logs.legacy_records import first_magic, up_convert
 from kafkatx.broker.logs.log_values import AppendError, AppendResult
 from kafkatx.broker.logs.partition_log import PartitionLog
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.protocol.produce_response import PartitionResult, encode_produce_response
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec

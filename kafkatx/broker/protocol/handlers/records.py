@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.logs.log_values import AppendError
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.protocol.handlers.topics import manual_assignment_problem
 from kafkatx.broker.wire import codec
 

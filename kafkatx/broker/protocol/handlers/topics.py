@@ -46,7 +46,7 @@ from kafkatx.broker.config.validation import (
 )
 from kafkatx.broker.logdir.log_manager import CREATE_SLICE, Topic, TopicError
 from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
-from kafkatx.broker.protocol.handlers import api
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
 

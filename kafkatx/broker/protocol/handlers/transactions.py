@@ -26,8 +26,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.coordinators.groups import UNKNOWN_MEMBER_ID
 from kafkatx.broker.coordinators.txn_verification import ask_coordinator
-from kafkatx.broker.protocol.handlers import api
 from kafkatx.broker.protocol.handlers.groups import requested_offsets
+from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.transaction_log import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
