@@ -350,6 +350,7 @@ def replay_records(
     on_problem: Callable[[str], None] | None = None,
     only_hidden: bool = False,
     formatter: BatchFormatter | None = None,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> Iterator[ReplayedRecord]:
     """The consumer's fetches, segment by segment, as records with their visibility.
 
@@ -361,7 +362,8 @@ def replay_records(
     for fetch in fetches:
         stopped = yield from replay_segment(fetch, view, bases, start=start, to_offset=to_offset,
                                             show_hidden=show_hidden, on_problem=on_problem,
-                                            only_hidden=only_hidden, formatter=formatter)
+                                            only_hidden=only_hidden, formatter=formatter,
+                                            on_bytes=on_bytes)
         if stopped:
             return
 
@@ -377,6 +379,7 @@ def replay_segment(
     on_problem: Callable[[str], None] | None = None,
     only_hidden: bool = False,
     formatter: BatchFormatter | None = None,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> Generator[ReplayedRecord, None, bool]:
     """The records of one segment's fetches; returns True when the replay ends in it (the
     consumer reached ``to_offset`` or the fetch bound), so later segments are not read.
@@ -384,7 +387,8 @@ def replay_segment(
     The client's batch decisions are taken for the whole segment at once over its header
     columns (``decide_batches``); records are decoded only for the batches that yield them.
     ``formatter`` (jsonl/csv output) is offered each batch first: the records it writes
-    itself are not yielded.
+    itself are not yielded. ``on_bytes`` is told how far into the segment the replay got
+    (in bytes, every few hundred batches and at its end), for a progress bar.
     """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
@@ -427,8 +431,13 @@ def replay_segment(
             shown &= codes != CODE_ABORTED
         if only_hidden:
             shown &= beyond | (codes == CODE_ABORTED)
-        for j, decision, past in zip(rows[shown].tolist(), codes[shown].tolist(),
-                                     beyond[shown].tolist(), strict=True):
+        reported = 0
+        for n, (j, decision, past) in enumerate(zip(rows[shown].tolist(), codes[shown].tolist(),
+                                                    beyond[shown].tolist(), strict=True)):
+            if on_bytes is not None and n % 256 == 0:
+                at = int(h.position[j])
+                on_bytes(at - reported)
+                reported = at
             pid = int(h.producer_id[j])
             epoch = int(h.producer_epoch[j])
             is_txn = bool(h.is_transactional[j])
@@ -453,6 +462,8 @@ def replay_segment(
                 yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
                                 marker_of.get((pid, first if first is not None else -1)),
                                 first)
+        if on_bytes is not None:
+            on_bytes(scan.size - reported)
         del scan
     return stop < len(stops)
 

@@ -54,7 +54,7 @@ from kafkatx.formats.record_format import (
     INT64_MIN,
     RECORD_JSON,
     RawJsonList,
-    format_batch,
+    format_records_at,
 )
 from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment, read_entry
 from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
@@ -301,17 +301,23 @@ def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpF
 def _encoded_items(data: bytes, scan: SegmentScan, flt: DumpFilter, file: str
                    ) -> Iterator[dict]:
     """The items of a segment of v2 batches of a data topic, each batch's records already
-    JSON text (``RawJsonList``) from the C formatter; a control batch, or one the formatter
-    refuses, through :func:`_entry_items` as before."""
+    JSON text (``RawJsonList``) from the C formatter; a control batch other than a
+    transaction marker, or one the formatter refuses, through :func:`_entry_items` as
+    before."""
     low = INT64_MIN if flt.from_offset is None else flt.from_offset
     high = INT64_MAX if flt.to_offset is None else flt.to_offset
+    attributes = scan.headers.attributes.tolist()
     for row, item in _scan_rows(scan, flt, file):
         if row is None:
             yield item
             continue
-        done = None if "control" in item or item["is_control"] else format_batch(
-            data, scan.headers, row, RECORD_JSON, min_offset=low, max_offset=high,
-            stop_at_max=False, path=file)
+        # A COMMIT/ABORT marker's item is whole from the columns; other control batches (KRaft's)
+        # decode their control record through the entry
+        marker = item.get("control", {}).get("type") in ("COMMIT", "ABORT")
+        done = None if item["is_control"] and not marker else format_records_at(
+            data, item["position"], item["size"], attributes[row], item["count"],
+            item["base_offset"], item["base_timestamp"], item["max_timestamp"], RECORD_JSON,
+            min_offset=low, max_offset=high, stop_at_max=False, path=file)
         if done is None:
             entry = read_entry(data, item["position"], path=file)[0]
             assert entry is not None, "the scan read a batch here"

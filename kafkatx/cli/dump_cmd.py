@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, producer_ids_for
+from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, expand_paths, producer_ids_for
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.progress import ScanProgress, output_progress
 from kafkatx.cli.render import Col, FitTable
 from kafkatx.errors import MissingPathError
 
@@ -77,14 +79,20 @@ def dump_command(
     stats = DumpStats()
     # JSON output takes each data batch's records as JSON text formatted in C
     items = dump(paths, flt, records=records, stats=stats, encoded=fmt != "table")
-    if fmt == "table":
-        _render_tables(items, err)
-    else:
-        writer = JsonWriter(sys.stdout, array=fmt == "json")
-        for item in items:
-            writer.write(item)
-            if item["kind"] == "problem":
-                err.print(_problem_line(item), markup=False)
+    with output_progress(_total_size(paths), "decoding", err) as bar:
+        items = _advancing(items, bar)
+        if fmt == "table":
+            _render_tables(items, err)
+        else:
+            writer = JsonWriter(sys.stdout, array=fmt == "json")
+            try:
+                for item in items:
+                    writer.write(item)
+                    if item["kind"] == "problem":
+                        err.print(_problem_line(item), markup=False)
+            finally:  # what was decoded before an error is still written
+                writer.out.flush()
+    if fmt != "table":
         for line in stats.unreadable:  # the files it could not read, as scripts see errors
             writer.write({"kind": "error", **error_document(EVIDENCE, line, EXIT_USAGE)})
         writer.close()
@@ -99,6 +107,31 @@ def dump_command(
     if stats.files == 0:
         raise click.UsageError("nothing to decode: no given path holds a file kafkatx dump "
                                "knows (segments, indexes, snapshots, checkpoints)")
+
+
+def _total_size(paths: tuple[str, ...]) -> int:
+    """Bytes of the files dump will read (what the progress bar counts up to)."""
+    return sum(p.stat().st_size for p in expand_paths(paths, DumpStats()) if p.is_file())
+
+
+def _advancing(items: Iterator[dict[str, Any]], bar: ScanProgress) -> Iterator[dict[str, Any]]:
+    """``items``, the bar following the files and batch positions they come from."""
+    file, done, size, n = None, 0, 0, 0
+    for item in items:
+        if item.get("file") != file:
+            finished = size - done  # the rest of the previous file
+            file, done, n = item.get("file"), 0, 0
+            size = os.path.getsize(file) if file and os.path.isfile(file) else 0
+            where = os.path.abspath(file or "")
+            bar.label(os.path.join(os.path.basename(os.path.dirname(where)),
+                                   os.path.basename(where)))
+            bar.advance(finished)
+        n += 1
+        if n % 256 == 0 and "position" in item and item["position"] is not None:
+            bar.advance(item["position"] - done)
+            done = item["position"]
+        yield item
+    bar.advance(size - done)
 
 
 def _problem_line(item: dict[str, Any]) -> str:

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from kafkatx.formats.raw_json import RawJsonList
-
 if TYPE_CHECKING:  # rich costs ~20 ms to import: only commands that draw load it
     from rich.console import Console
 
@@ -101,11 +99,41 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
+class BufferedText:
+    """Text gathered and written in large pieces (one write per ``FLUSH_AT`` characters; at
+    once to a terminal, where lines should show as they come)."""
+
+    FLUSH_AT = 1 << 18
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._parts: list[str] = []
+        self._size = 0
+        isatty = getattr(out, "isatty", None)
+        self._at_once = bool(isatty and isatty())
+
+    def put(self, text: str) -> None:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= self.FLUSH_AT or self._at_once:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            self.out.write("".join(self._parts))
+            self._parts.clear()
+            self._size = 0
+        self.out.flush()
+
+
 class JsonWriter:
     """Writes items as JSON lines, or as one JSON array at ``close``."""
 
     def __init__(self, out: TextIO, *, array: bool) -> None:
-        self.out = out
+        from kafkatx.formats.raw_json import RawJsonList  # kafkatx.formats: not at start-up
+
+        self._raw_type = RawJsonList
+        self.out = BufferedText(out)
         self.array = array
         self.first = True
         # One encoder for every item (json.dumps with options builds one per call).
@@ -114,21 +142,25 @@ class JsonWriter:
     def write(self, item: dict[str, Any]) -> None:
         text = self._encode_item(item)
         if self.array:
-            self.out.write(("[\n" if self.first else ",\n") + text)
+            self.out.put(("[\n" if self.first else ",\n") + text)
         else:
-            self.out.write(text + "\n")
+            self.out.put(text + "\n")
         self.first = False
 
     def _encode_item(self, item: dict[str, Any]) -> str:
         """``item`` as JSON; a last value that is a ``RawJsonList`` spliced in as its array."""
         last = next(reversed(item), None)
         raw = item[last] if last is not None else None
-        if not isinstance(raw, RawJsonList):
+        if not isinstance(raw, self._raw_type):
             return self._encode(item)
-        head = self._encode({k: v for k, v in item.items() if k != last})
+        del item[last]  # encoded without it, then given back
+        try:
+            head = self._encode(item)
+        finally:
+            item[last] = raw
         return f"{head[:-1]}{',' if len(item) > 1 else ''}{self._encode(last)}:[{raw.text}]}}"
 
     def close(self) -> None:
         if self.array:
-            self.out.write("[]\n" if self.first else "\n]\n")
+            self.out.put("[]\n" if self.first else "\n]\n")
         self.out.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from types import TracebackType
@@ -13,7 +14,16 @@ if TYPE_CHECKING:  # rich is imported only once a bar is drawn (start-up of quic
 
     from kafkatx.storage.discovery import PartitionDir
 
-SHOW_AFTER_S = 0.5  # quick scans finish before the bar would appear
+# Quick scans finish before the bar would appear (the variable: tests draw it at once).
+SHOW_AFTER_S = float(os.environ.get("KAFKATX_PROGRESS_AFTER_S", "0.5"))
+
+
+def output_progress(total: int, verb: str, console: Console) -> ScanProgress:
+    """The bar of a command that streams its output (``replay``, ``dump``): on stderr when it
+    is a terminal and stdout is not (records going to a terminal would break through the
+    bar). ``console`` (stderr's) prints its lines above the bar meanwhile."""
+    enabled = sys.stderr.isatty() and not sys.stdout.isatty()
+    return ScanProgress(total, console=console, enabled=enabled, verb=verb)
 
 
 class ScanProgress:
@@ -25,10 +35,12 @@ class ScanProgress:
     """
 
     def __init__(self, total: int, *, console: Console | None = None,
-                 enabled: bool | None = None, delay_s: float = SHOW_AFTER_S) -> None:
+                 enabled: bool | None = None, delay_s: float = SHOW_AFTER_S,
+                 verb: str = "scanning") -> None:
         self.total = total
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.delay_s = delay_s
+        self.verb = verb
         self.done = 0
         self._console = console
         self._progress: Progress | None = None
@@ -51,7 +63,11 @@ class ScanProgress:
         self._update()
 
     def partition(self, pdir: PartitionDir) -> None:
-        self._label = pdir.name
+        self.label(pdir.name)
+
+    def label(self, text: str) -> None:
+        """What is being read now (a partition, a file)."""
+        self._label = text
         self._update()
 
     @property
@@ -80,9 +96,10 @@ class ScanProgress:
 
         console = self._console or Console(file=sys.stderr)
         self._progress = Progress(
-            TextColumn("scanning [bold]{task.description}", markup=True),
+            TextColumn(f"{self.verb} [bold]{{task.description}}", markup=True),
             BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-            console=console, transient=True,
+            # the command's output may be streaming to stdout meanwhile: left alone
+            console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
         )
         self._task = self._progress.add_task(_escape(self._label), total=max(self.total, 1),
                                              completed=min(self.done, self.total))

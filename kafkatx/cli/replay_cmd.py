@@ -29,6 +29,7 @@ from kafkatx.cli.analysis_options import (
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.progress import output_progress
 from kafkatx.cli.render import Col, FitTable, print_view_line
 from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
@@ -103,7 +104,8 @@ def replay_command(
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
     size = sum(s.log_size for s in pdir.segments)
     with open_engine(engine.config, input_bytes=size) as runner, \
-            _records_output(engine.output) as out:
+            _records_output(engine.output) as out, output_progress(size, "replaying", err) as bar:
+        bar.label(pdir.name)
         view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
                                     as_of_offset=as_of_offset, index_source=index_source,
                                     log_start_offset=start,
@@ -115,18 +117,21 @@ def replay_command(
         problems: list[str] = []
         # jsonl/csv straight to stdout: whole batches formatted at once (--output keeps
         # every record as an object, for Parquet)
-        writer = (ReplayWriter(fmt, view, sys.stdout, interactive=sys.stdout.isatty())
+        writer = (ReplayWriter(fmt, view, sys.stdout)
                   if fmt in ("jsonl", "csv") and not diff and engine.output is None else None)
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                                       show_hidden=show_hidden or diff,
                                       on_problem=problems.append,
                                       # --output keeps every record: decode them all then
                                       only_hidden=diff and engine.output is None,
-                                      formatter=None if writer is None else writer.batch)
+                                      formatter=None if writer is None else writer.batch,
+                                      on_bytes=bar.advance)
         if writer is not None:
-            for r in items:
-                writer.write(r)
-            writer.close()
+            try:
+                for r in items:
+                    writer.write(r)
+            finally:  # what was decoded before an error is still written
+                writer.close()
         else:
             _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view)
     if out.written:

@@ -17,6 +17,7 @@ import json
 from typing import Any, TextIO
 
 from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
+from kafkatx.cli.output import BufferedText
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import Record
 from kafkatx.formats.record_format import INT64_MAX, INT64_MIN, Templates, format_batch
@@ -25,9 +26,6 @@ from kafkatx.semantics.read_committed import Decision
 CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
                "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
                "transaction_first_offset", "pinned_by_producer_id", "pinned_by_first_offset")
-
-FLUSH_AT = 1 << 20  # characters buffered before a write
-
 
 def csv_row(d: dict[str, Any]) -> list[Any]:
     """A record's ``to_dict`` as its CSV columns."""
@@ -48,23 +46,19 @@ def blank(v: Any) -> Any:
 class ReplayWriter:
     """Replayed records as jsonl (``view`` added to each) or csv (with its header row)."""
 
-    def __init__(self, fmt: str, consumer: ConsumerView, out: TextIO, *,
-                 interactive: bool = False) -> None:
+    def __init__(self, fmt: str, consumer: ConsumerView, out: TextIO) -> None:
         self.fmt = fmt
         self.consumer = consumer
-        self.out = out
+        self.out = BufferedText(out)
         self.count = 0
-        self._interactive = interactive  # a terminal: each batch shown at once
-        self._parts: list[str] = []
-        self._size = 0
         self._templates: dict[tuple[Any, ...], Templates] = {}
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         if fmt == "csv":
-            self._put(self._csv_line(CSV_COLUMNS))
+            self.out.put(self._csv_line(CSV_COLUMNS))
 
     def write(self, r: ReplayedRecord) -> None:
         """One record rendered in Python (a batch the C formatter does not take)."""
-        self._put(self._text(r))
+        self.out.put(self._text(r))
         self.count += 1
 
     def batch(self, data: Any, headers: HeaderColumns, row: int, path: str, producer_id: int,
@@ -83,25 +77,12 @@ class ReplayWriter:
                             path=path)
         if done is None:
             return None
-        self._put(done.text)
+        self.out.put(done.text)
         self.count += done.written
         return done.stopped
 
     def close(self) -> None:
-        self._flush()
         self.out.flush()
-
-    def _put(self, text: str) -> None:
-        self._parts.append(text)
-        self._size += len(text)
-        if self._size >= FLUSH_AT or self._interactive:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._parts:
-            self.out.write("".join(self._parts))
-            self._parts.clear()
-            self._size = 0
 
     def _text(self, r: ReplayedRecord) -> str:
         d = r.to_dict()

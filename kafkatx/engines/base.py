@@ -81,7 +81,9 @@ class Engine(Protocol):
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
                        only_hidden: bool = False,
-                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
+                       formatter: BatchFormatter | None = None,
+                       on_bytes: Callable[[int], None] | None = None
+                       ) -> Iterator[ReplayedRecord]:
         """The consumer's fetches (see ``consumer_view.replay_records``)."""
         ...
 

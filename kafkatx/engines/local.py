@@ -559,12 +559,15 @@ class LocalEngine:
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
                        only_hidden: bool = False,
-                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
+                       formatter: BatchFormatter | None = None,
+                       on_bytes: Callable[[int], None] | None = None
+                       ) -> Iterator[ReplayedRecord]:
         from kafkatx.analysis.consumer_view import replay_records
 
         return replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                               show_hidden=show_hidden, on_problem=on_problem,
-                              only_hidden=only_hidden, formatter=formatter)
+                              only_hidden=only_hidden, formatter=formatter,
+                              on_bytes=on_bytes)
 
     def write_tables(self, target: str, tables: dict[str, Any]) -> list[str]:
         from kafkatx.engines.tables import write_local

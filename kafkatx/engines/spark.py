@@ -385,9 +385,12 @@ class SparkEngine:
                        show_hidden: bool = False,
                        on_problem: Callable[[str], None] | None = None,
                        only_hidden: bool = False,
-                       formatter: BatchFormatter | None = None) -> Iterator[ReplayedRecord]:
+                       formatter: BatchFormatter | None = None,
+                       on_bytes: Callable[[int], None] | None = None
+                       ) -> Iterator[ReplayedRecord]:
         """Each segment's records decoded in its own task; streamed back in order (every
-        record as a ReplayedRecord: ``formatter`` is not used on executors)."""
+        record as a ReplayedRecord: ``formatter`` and ``on_bytes`` are not used on executors,
+        whose stages show their own progress)."""
         start, fetches = segment_fetches(pdir, view, from_offset=from_offset)
         if not fetches:
             return

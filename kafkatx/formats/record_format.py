@@ -26,7 +26,7 @@ HAVE_FORMATTER = _format is not None
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 __all__ = ["HAVE_FORMATTER", "INT64_MAX", "INT64_MIN", "RECORD_JSON", "Formatted", "RawJsonList",
-           "Templates", "format_batch"]
+           "Templates", "format_batch", "format_records_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +58,32 @@ def format_batch(buf: bytes | memoryview, headers: HeaderColumns, row: int, temp
     """The records of the v2 batch at ``row`` of a scan's columns whose offsets are within
     [``min_offset``, ``max_offset``] as text, or None (no extension, a legacy entry, a batch
     the C decoder refuses, a payload that does not decompress): render it in Python then."""
-    if _format is None or int(headers.magic[row]) != 2:
+    if int(headers.magic[row]) != 2:
         return None
-    attributes = int(headers.attributes[row])
+    return format_records_at(
+        buf, int(headers.position[row]), int(headers.batch_length[row]) + 12,
+        int(headers.attributes[row]), int(headers.records_count[row]),
+        int(headers.base_offset[row]), int(headers.base_timestamp[row]),
+        int(headers.max_timestamp[row]), templates, min_offset=min_offset,
+        max_offset=max_offset, stop_at_max=stop_at_max, path=path)
+
+
+def format_records_at(buf: bytes | memoryview, position: int, size: int, attributes: int,
+                      count: int, base_offset: int, base_timestamp: int, max_timestamp: int,
+                      templates: Templates, *, min_offset: int = INT64_MIN,
+                      max_offset: int = INT64_MAX, stop_at_max: bool = True,
+                      path: str | None = None) -> Formatted | None:
+    """:func:`format_batch` of the v2 batch of ``size`` bytes at ``position`` whose header
+    fields are given."""
+    if _format is None:
+        return None
     try:
-        data, _ = payload_at(buf, int(headers.position[row]), int(headers.batch_length[row]) + 12,
-                             attributes & COMPRESSION_MASK, path)
+        data, _ = payload_at(buf, position, size, attributes & COMPRESSION_MASK, path)
     except FormatError:
         return None
     t = templates
-    out = _format(data, int(headers.records_count[row]), int(headers.base_offset[row]),
-                  int(headers.base_timestamp[row]), int(headers.max_timestamp[row]),
-                  bool(attributes & TIMESTAMP_TYPE_MASK), min_offset, max_offset, stop_at_max,
+    out = _format(data, count, base_offset, base_timestamp, max_timestamp,
+                  attributes & TIMESTAMP_TYPE_MASK != 0, min_offset, max_offset, stop_at_max,
                   t.csv, t.prefix, t.mid_timestamp, t.mid_key, t.suffix_low, t.suffix_high,
                   t.split, t.separator)
     if out is None:
