@@ -15,7 +15,7 @@ from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress, output_progress
-from kafkatx.cli.render import Col, FitTable
+from kafkatx.cli.render import Col, FitTable, shorten
 from kafkatx.errors import MissingPathError
 
 TABLE_CHUNK = 200
@@ -160,12 +160,6 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def _short(v: Any, width: int = 60) -> str:
-    s = "null" if v is None else str(v)
-    more = glyph("…", "...")
-    return s if len(s) <= width else s[: width - len(more)] + more
-
-
 def _batch_row(b: dict[str, Any]) -> list[str]:
     flags = ",".join(f for f, on in (("txn", b["is_transactional"]), ("ctrl", b["is_control"]))
                      if on) or "-"
@@ -194,8 +188,9 @@ def _record_rows(b: dict[str, Any]) -> list[list[str]]:
         elif isinstance(key, dict):
             text = _internal_text(key, value)
         else:
-            text = f"key={_short(key, 40)} value={_short(value, 100)}"
-        headers = ",".join(f"{h['key']}={_short(h.get('value'), 20)}" for h in r.get("headers", []))
+            text = f"key={shorten(key, 40)} value={shorten(value, 100)}"
+        headers = ",".join(f"{h['key']}={shorten(h.get('value'), 20)}"
+                           for h in r.get("headers", []))
         if headers:
             text += f" headers={headers}"
         # Record lines sit under their batch: offset first, the content in the wide column.
@@ -274,7 +269,7 @@ def _row(item: dict[str, Any]) -> list[list[str]]:
         return [[key, str(v)] for key, v in item.get("properties", {}).items()]
     if k == "quorum_state":
         return [[key, _compact(v)] for key, v in item.items() if key not in ("kind", "file")]
-    return [[_short(v) for v in item.values()]]
+    return [[shorten(v) for v in item.values()]]
 
 
 # What gives way first in a narrow terminal (the highest); offsets, producer ids, positions and

@@ -441,3 +441,10 @@ def render_cluster_summary(c: dict[str, Any], out: Console) -> None:
             f"{e['metadata_offset']})" for e in deleted), highlight=False)
     for line in c["problems"]:
         out.print(f"  [yellow]problem[/] {escape(line)}", highlight=False)
+
+
+def shorten(v: Any, width: int = 60) -> str:
+    """A cell's text cut to ``width`` with an ellipsis (``null`` for None)."""
+    s = "null" if v is None else str(v)
+    more = glyph("…", "...")
+    return s if len(s) <= width else s[: width - len(more)] + more

@@ -28,9 +28,9 @@ from kafkatx.cli.analysis_options import (
     engine_options,
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.progress import output_progress
-from kafkatx.cli.render import Col, FitTable, print_view_line
+from kafkatx.cli.render import Col, FitTable, print_view_line, shorten
 from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
@@ -223,12 +223,6 @@ def _print_header(err: Any, view: ConsumerView) -> None:
         err.print(f"finding: txnindex_mismatch: {d}", markup=False)
 
 
-def _short(v: Any, width: int) -> str:
-    s = "null" if v is None else str(v)
-    more = glyph("…", "...")
-    return s if len(s) <= width else s[: width - len(more)] + more
-
-
 def _status(r: ReplayedRecord) -> str:
     if r.visible:
         return "[green]visible[/]"
@@ -258,7 +252,7 @@ def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
         pid = "-" if r.producer_id < 0 else f"{r.producer_id}/{r.producer_epoch}"
         row = [str(r.record.offset), iso_ms(r.record.timestamp), pid, _status(r)]
         if records:
-            row += [_short(d["key"], 40), _short(d["value"], 100),
+            row += [shorten(d["key"], 40), shorten(d["value"], 100),
                     ",".join(f"{h['key']}={h.get('value')}" for h in d["headers"]) or "-"]
         table.add_row(*row)
         count += 1
