@@ -28,15 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kafkatx.errors import KafkatxError
-from kafkatx.formats.batch_layout import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LENGTH_FIELD,
-    LENGTH_OFFSET,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    MAGIC_V2,
-    MIN_BATCH_LENGTH,
-)
+from kafkatx.formats import batch_layout as layout
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
@@ -174,10 +166,11 @@ def segment_refs(partitions: Iterable[PartitionDir]) -> list[SegmentRef]:
 
 def _batch_starts_at(header: bytes, position: int, size: int) -> bool:
     """A v2 batch header that fits in the file starts at ``position``."""
-    if len(header) < HEADER_SIZE_UP_TO_MAGIC or header[MAGIC_OFFSET] != MAGIC_V2:
+    if (len(header) < layout.HEADER_SIZE_UP_TO_MAGIC
+            or header[layout.MAGIC_OFFSET] != layout.MAGIC_V2):
         return False
-    (length,) = LENGTH_FIELD.unpack_from(header, LENGTH_OFFSET)
-    return length >= MIN_BATCH_LENGTH and position + LOG_OVERHEAD + length <= size
+    (length,) = layout.LENGTH_FIELD.unpack_from(header, layout.LENGTH_OFFSET)
+    return length >= layout.MIN_BATCH_LENGTH and position + layout.LOG_OVERHEAD + length <= size
 
 
 def cut_points(ref: SegmentRef, split_size: int) -> list[int]:
@@ -203,7 +196,7 @@ def cut_points(ref: SegmentRef, split_size: int) -> list[int]:
             continue  # hints only: keep them strictly increasing and inside the file
         if pos >= next_at:
             try:
-                header = bytes(read_range(ref.log, pos, min(pos + HEADER_SIZE_UP_TO_MAGIC,
+                header = bytes(read_range(ref.log, pos, min(pos + layout.HEADER_SIZE_UP_TO_MAGIC,
                                                             ref.size)))
             except (OSError, KafkatxError):
                 break
