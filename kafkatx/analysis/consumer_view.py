@@ -44,11 +44,14 @@ from kafkatx.semantics.read_committed import (
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.readers import read_txn_index_file, scan_segment_file, segment_buffer
 
-#: Writes a batch's records itself (``replay_writer.ReplayWriter.batch``): called with the
-#: segment's bytes, header columns, row, path, producer id, epoch, transactional flag, the
-#: client's Decision, whether the batch is beyond the fetch bound, and the lowest and highest
-#: offsets wanted; returns whether the consumer stops in it, or None to have it decoded here.
-BatchFormatter = Callable[..., bool | None]
+#: Writes batches' records itself (``replay_writer.ReplayWriter.segment``): called once a
+#: segment with its bytes, header columns, the rows of the batches whose records are shown,
+#: their decision codes (``DECISIONS``), whether each is beyond the fetch bound, the lowest and
+#: highest offsets wanted and the path; returns ``run(i, end)``, which writes the records of
+#: rows ``i`` up to ``end`` (indexes into those rows) as far as it can and returns where it
+#: stopped (a row it leaves to be decoded here, or ``end``) and whether the consumer stops.
+BatchFormatter = Callable[..., Callable[[int, int], tuple[int, bool]]]
+ROWS_AT_ONCE = 1024  # batches between progress reports
 
 VISIBLE = None
 ABORTED = "aborted"
@@ -386,9 +389,9 @@ def replay_segment(
 
     The client's batch decisions are taken for the whole segment at once over its header
     columns (``decide_batches``); records are decoded only for the batches that yield them.
-    ``formatter`` (jsonl/csv output) is offered each batch first: the records it writes
+    ``formatter`` (jsonl/csv output) is offered the batches first: the records it writes
     itself are not yielded. ``on_bytes`` is told how far into the segment the replay got
-    (in bytes, every few hundred batches and at its end), for a progress bar.
+    (in bytes, every ``ROWS_AT_ONCE`` batches and at its end), for a progress bar.
     """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
@@ -431,37 +434,42 @@ def replay_segment(
             shown &= codes != CODE_ABORTED
         if only_hidden:
             shown &= beyond | (codes == CODE_ABORTED)
-        reported = 0
-        for n, (j, decision, past) in enumerate(zip(rows[shown].tolist(), codes[shown].tolist(),
-                                                    beyond[shown].tolist(), strict=True)):
-            if on_bytes is not None and n % 256 == 0:
-                at = int(h.position[j])
+        sel, sel_codes, sel_beyond = rows[shown], codes[shown], beyond[shown]
+        run = None if formatter is None else formatter(
+            data, h, sel, sel_codes, sel_beyond, max(fetch_offset, start), to_offset, str(log))
+        reported = i = 0
+        while i < len(sel):
+            if on_bytes is not None:
+                at = int(h.position[sel[i]])
                 on_bytes(at - reported)
                 reported = at
-            pid = int(h.producer_id[j])
-            epoch = int(h.producer_epoch[j])
-            is_txn = bool(h.is_transactional[j])
-            if formatter is not None:
-                stopped = formatter(data, h, j, str(log), pid, epoch, is_txn,
-                                    DECISIONS[decision], past, max(fetch_offset, start),
-                                    to_offset)
+            end = min(i + ROWS_AT_ONCE, len(sel))
+            if run is not None:
+                i, stopped = run(i, end)
                 if stopped:
                     return True
-                if stopped is not None:
+                if i == end:
                     continue
-            records = _batch_records(data, h, j, str(log), on_problem)
-            if records is None:
-                continue
-            for rec in records:
-                if rec.offset < fetch_offset or rec.offset < start:
+                end = i + 1  # the batch the formatter leaves: decoded here
+            for j, decision, past in zip(sel[i:end].tolist(), sel_codes[i:end].tolist(),
+                                         sel_beyond[i:end].tolist(), strict=True):
+                records = _batch_records(data, h, j, str(log), on_problem)
+                if records is None:
                     continue
-                if to_offset is not None and rec.offset > to_offset:
-                    return True
-                first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
-                            default=None)
-                yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
-                                marker_of.get((pid, first if first is not None else -1)),
-                                first)
+                pid = int(h.producer_id[j])
+                epoch = int(h.producer_epoch[j])
+                is_txn = bool(h.is_transactional[j])
+                for rec in records:
+                    if rec.offset < fetch_offset or rec.offset < start:
+                        continue
+                    if to_offset is not None and rec.offset > to_offset:
+                        return True
+                    first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
+                                default=None)
+                    yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
+                                   marker_of.get((pid, first if first is not None else -1)),
+                                   first)
+            i = end
         if on_bytes is not None:
             on_bytes(scan.size - reported)
         del scan

@@ -124,7 +124,7 @@ def replay_command(
                                       on_problem=problems.append,
                                       # --output keeps every record: decode them all then
                                       only_hidden=diff and engine.output is None,
-                                      formatter=None if writer is None else writer.batch,
+                                      formatter=None if writer is None else writer.segment,
                                       on_bytes=bar.advance)
         if writer is not None:
             try:
@@ -248,10 +248,10 @@ def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
 
     table = new_table()
     for r in items:
-        d = r.to_dict()
         pid = "-" if r.producer_id < 0 else f"{r.producer_id}/{r.producer_epoch}"
         row = [str(r.record.offset), iso_ms(r.record.timestamp), pid, _status(r)]
-        if records:
+        if records:  # keys, values and headers rendered only when shown
+            d = r.to_dict()
             row += [shorten(d["key"], 40), shorten(d["value"], 100),
                     ",".join(f"{h['key']}={h.get('value')}" for h in d["headers"]) or "-"]
         table.add_row(*row)

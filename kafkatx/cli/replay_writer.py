@@ -14,14 +14,25 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
+
+import numpy as np
 
 from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
 from kafkatx.cli.output import BufferedText
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import Record
-from kafkatx.formats.record_format import INT64_MAX, INT64_MIN, Templates, format_batch
-from kafkatx.semantics.read_committed import Decision
+from kafkatx.formats.record_format import (
+    INT64_MAX,
+    INT64_MIN,
+    Templates,
+    format_batch,
+    format_batches_function,
+)
+from kafkatx.semantics.read_committed import DECISIONS, Decision
+
+_format_batches = format_batches_function()
 
 CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
                "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
@@ -80,6 +91,67 @@ class ReplayWriter:
         self.out.put(done.text)
         self.count += done.written
         return done.stopped
+
+    def segment(self, data: Any, headers: HeaderColumns, rows: np.ndarray, codes: np.ndarray,
+                beyond: np.ndarray, min_offset: int, max_offset: int | None, path: str
+                ) -> Callable[[int, int], tuple[int, bool]]:
+        """``consumer_view.BatchFormatter``: the batches at ``rows`` of a segment (with their
+        decision codes and whether each is beyond the fetch bound) formatted by the C
+        extension many at a time; a compressed batch one at a time (:meth:`batch`); a batch
+        neither takes is left to the caller."""
+        high = INT64_MAX if max_offset is None else max_offset
+        pids, epochs = headers.producer_id[rows], headers.producer_epoch[rows]
+        txns = headers.is_transactional[rows]
+        keys = np.rec.fromarrays([pids, epochs, txns, codes, beyond])
+        unique, inverse = np.unique(keys, return_inverse=True)
+        templates: list[Templates | None] = []
+        for pid, epoch, txn, code, past in unique.tolist():
+            decision = DECISIONS[code]
+            key = (pid, epoch, bool(txn), decision, bool(past))
+            if decision == Decision.ABORTED and not past:
+                templates.append(None)  # each record's aborted transaction is its own
+                continue
+            if key not in self._templates:
+                self._templates[key] = self._make_templates(*key)
+            templates.append(self._templates[key])
+        template_of = np.array([-1 if t is None else k for k, t in enumerate(templates)],
+                               dtype=np.int64)
+        index = template_of[inverse.reshape(-1)] if templates else np.empty(0, np.int64)
+        columns = [np.ascontiguousarray(c, dtype=np.int64) for c in (
+            headers.position[rows], headers.batch_length[rows] + 12, headers.attributes[rows],
+            headers.records_count[rows], headers.base_offset[rows],
+            headers.base_timestamp[rows], headers.max_timestamp[rows])]
+        packed = tuple((t.prefix, t.mid_timestamp, t.mid_key, t.suffix_low, t.suffix_high,
+                        t.split) if t is not None else (b"", b"", b"", b"", b"", 0)
+                       for t in templates)
+        row_list = rows.tolist()
+
+        def run(i: int, end: int) -> tuple[int, bool]:
+            while i < end:
+                if _format_batches is not None:
+                    text, written, stopped, i = _format_batches(
+                        data, len(row_list), *columns, index, packed, min_offset, high,
+                        self.fmt == "csv", i, end)
+                    self.out.put(text.decode("utf-8"))
+                    self.count += written
+                    if stopped:
+                        return i, True
+                    if i >= end:
+                        break
+                template = templates[index[i]] if index[i] >= 0 else None
+                done = None if template is None else format_batch(
+                    data, headers, row_list[i], template, min_offset=min_offset,
+                    max_offset=high, path=path)
+                if done is None:
+                    return i, False
+                self.out.put(done.text)
+                self.count += done.written
+                i += 1
+                if done.stopped:
+                    return i, True
+            return i, False
+
+        return run
 
     def close(self) -> None:
         self.out.flush()

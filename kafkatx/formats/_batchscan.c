@@ -593,6 +593,11 @@ static PyMethodDef methods[] = {
      "log_append_time, min_offset, max_offset, stop_at_max, csv, prefix, mid_timestamp, "
      "mid_key, suffix_low, suffix_high, split_offset, separator) -> (bytes, written, stopped) "
      "or None: the records as JSON lines or CSV rows (see _recordfmt.c)."},
+    {"format_batches", format_batches, METH_VARARGS,
+     "format_batches(buf, n, position, size, attributes, records_count, base_offset, "
+     "base_timestamp, max_timestamp, template, templates, min_offset, max_offset, csv, start, "
+     "stop) -> (bytes, written, stopped, next_row): format_records over rows of batches "
+     "(see _recordfmt.c)."},
     {NULL, NULL, 0, NULL},
 };
 

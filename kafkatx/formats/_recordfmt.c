@@ -7,6 +7,17 @@
  *                  suffix_low, suffix_high, split_offset, separator)
  *       -> (bytes, records_written, stopped) | None
  *
+ *   format_batches(buf, n, position, size, attributes, records_count, base_offset,
+ *                  base_timestamp, max_timestamp, template, templates, min_offset,
+ *                  max_offset, csv, start, stop) -> (bytes, records_written, stopped, row)
+ *
+ * format_records over rows [start, stop) of n batches of a segment `buf` (the columns int64
+ * arrays of n items; `size` the whole batch's; `template` an index into `templates`, tuples
+ * of prefix, mid_timestamp, mid_key, suffix_low, suffix_high and split_offset), stopping at
+ * the first row it leaves to the caller -- a template index of -1, a compressed payload, a
+ * batch format_records refuses -- or after the row where a record above max_offset was met;
+ * `row` is where it stopped (its records are not in the text).
+ *
  * Decodes the records exactly as decode_records does (DefaultRecord#readFrom) and refuses
  * (None) every batch decode_records refuses, so the caller's fallback (the Python rendering
  * of decode_records' or construct's records) reports it. Each record whose offset is within
@@ -35,6 +46,10 @@
 #include <string.h>
 
 #include "_varint.h"
+
+#define RECORDS_START 61        /* the v2 batch header: records follow it */
+#define COMPRESSION_BITS 0x07
+#define LOG_APPEND_TIME_BIT 0x08
 
 typedef struct {
     char *buf;
@@ -70,11 +85,19 @@ static int put(out_t *o, const void *p, Py_ssize_t n)
 
 #define PUT_LIT(o, s) put((o), (s), (Py_ssize_t)(sizeof(s) - 1))
 
+/* Decimal, as Python's int.__repr__ writes it. */
 static int put_ll(out_t *o, long long v)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%lld", v);
-    return put(o, tmp, n);
+    char *w = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--w = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--w = '-';
+    return put(o, w, (Py_ssize_t)(tmp + sizeof tmp - w));
 }
 
 enum { FIELD_NULL, FIELD_TEXT, FIELD_BINARY };
@@ -306,14 +329,22 @@ static int read_span(cursor_t *c, span_t *s)
 }
 
 typedef struct {
-    Py_buffer prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
+    const char *p;
+    Py_ssize_t n;
+} text_t;
+
+typedef struct {
+    text_t prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
+    long long split;
 } templates_t;
+
+#define PUT_TEXT(o, t) put((o), (t).p, (t).n)
 
 /* One record; 0 written or skipped, 1 refused, -1 Python error. `emit` 0: decode only. */
 static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_t *t,
                          long long base_offset, long long base_timestamp,
                          long long max_timestamp, int log_append, int csv, int emit,
-                         long long split, long long *offset_out)
+                         long long *offset_out)
 {
     int64_t length;
     if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p)
@@ -336,9 +367,9 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
     if (read_span(&body, &key) < 0 || read_span(&body, &value) < 0)
         return 1;
     if (emit) {
-        if (put(o, t->prefix.buf, t->prefix.len) < 0 || put_ll(o, offset) < 0 ||
-            put(o, t->mid_timestamp.buf, t->mid_timestamp.len) < 0 || put_ll(o, timestamp) < 0 ||
-            put(o, t->mid_key.buf, t->mid_key.len) < 0)
+        if (PUT_TEXT(o, t->prefix) < 0 || put_ll(o, offset) < 0 ||
+            PUT_TEXT(o, t->mid_timestamp) < 0 || put_ll(o, timestamp) < 0 ||
+            PUT_TEXT(o, t->mid_key) < 0)
             return -1;
         int r;
         if (csv) {
@@ -370,66 +401,196 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
         return 0;
     if (csv && put_csv_field(o, scratch->buf, scratch->len) < 0)
         return -1;
-    const Py_buffer *suffix = offset < split ? &t->suffix_low : &t->suffix_high;
-    return put(o, suffix->buf, suffix->len);
+    return offset < t->split ? PUT_TEXT(o, t->suffix_low) : PUT_TEXT(o, t->suffix_high);
 }
 
-PyObject *format_records(PyObject *self, PyObject *args)
+typedef struct {
+    long long min_offset, max_offset;
+    int stop_at_max, csv;
+} window_t;
+
+/* The records section of one batch appended to `o` (taken back out when refused): 0, 1
+ * refused, -1 Python error; `written` and `stopped` updated. */
+static int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,
+                          long long base_offset, long long base_timestamp,
+                          long long max_timestamp, int log_append, const templates_t *t,
+                          const window_t *w, out_t *o, out_t *scratch, Py_ssize_t *written,
+                          int *stopped)
 {
-    Py_buffer view;
-    templates_t t;
-    Py_ssize_t count;
-    long long base_offset, base_timestamp, max_timestamp, min_offset, max_offset, split;
-    int log_append, stop_at_max, csv;
-    if (!PyArg_ParseTuple(args, "y*nLLLpLLppy*y*y*y*y*Ly*", &view, &count, &base_offset,
-                          &base_timestamp, &max_timestamp, &log_append, &min_offset,
-                          &max_offset, &stop_at_max, &csv, &t.prefix, &t.mid_timestamp,
-                          &t.mid_key, &t.suffix_low, &t.suffix_high, &split, &t.separator))
-        return NULL;
-    const uint8_t *data = (const uint8_t *)view.buf;
-    cursor_t c = {data, data + view.len};
-    out_t o = {NULL, 0, 0}, scratch = {NULL, 0, 0};
-    Py_ssize_t written = 0;
-    int stopped = 0, result = 0;
+    cursor_t c = {data, data + len};
+    Py_ssize_t start = o->len, written_here = 0;
+    int result = 0;
     for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
         /* Whether to write is known only once the offset is: decode into the output, then
          * take the record back out when it falls outside the range. */
-        Py_ssize_t mark = o.len;
-        int emit = !(stopped && stop_at_max);
-        if (emit && written && put(&o, t.separator.buf, t.separator.len) < 0) {
-            result = -1;
-            break;
-        }
+        Py_ssize_t mark = o->len;
+        int emit = !(*stopped && w->stop_at_max);
+        if (emit && written_here && PUT_TEXT(o, t->separator) < 0)
+            return -1;
         long long offset = 0;
-        result = format_record(&c, &o, &scratch, &t, base_offset, base_timestamp,
-                               max_timestamp, log_append, csv, emit, split, &offset);
+        result = format_record(&c, o, scratch, t, base_offset, base_timestamp, max_timestamp,
+                               log_append, w->csv, emit, &offset);
         if (result != 0 || !emit)
             continue;
-        if (offset < min_offset) {
-            o.len = mark;
-        } else if (offset > max_offset) {
-            o.len = mark;
-            stopped = 1;
+        if (offset < w->min_offset) {
+            o->len = mark;
+        } else if (offset > w->max_offset) {
+            o->len = mark;
+            *stopped = 1;
         } else {
-            written++;
+            written_here++;
         }
     }
     if (result == 0 && c.p != c.end)
         result = 1;
+    if (result == 1)
+        o->len = start;
+    else if (result == 0)
+        *written += written_here;
+    return result;
+}
+
+static PyObject *finish(out_t *o, out_t *scratch, int result, PyObject *value)
+{
     PyObject *out = NULL;
     if (result == 0)
-        out = Py_BuildValue("(y#nO)", o.buf ? o.buf : "", o.len, written,
-                            stopped ? Py_True : Py_False);
+        out = value;
     else if (result == 1)
         out = Py_NewRef(Py_None);
-    PyMem_Free(o.buf);
-    PyMem_Free(scratch.buf);
+    PyMem_Free(o->buf);
+    PyMem_Free(scratch->buf);
+    return out;
+}
+
+static text_t text_of(const Py_buffer *b)
+{
+    text_t t = {(const char *)b->buf, b->len};
+    return t;
+}
+
+PyObject *format_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view, prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, max_timestamp, split;
+    int log_append;
+    window_t w;
+    if (!PyArg_ParseTuple(args, "y*nLLLpLLppy*y*y*y*y*Ly*", &view, &count, &base_offset,
+                          &base_timestamp, &max_timestamp, &log_append, &w.min_offset,
+                          &w.max_offset, &w.stop_at_max, &w.csv, &prefix, &mid_timestamp,
+                          &mid_key, &suffix_low, &suffix_high, &split, &separator))
+        return NULL;
+    templates_t t = {text_of(&prefix), text_of(&mid_timestamp), text_of(&mid_key),
+                     text_of(&suffix_low), text_of(&suffix_high), text_of(&separator), split};
+    out_t o = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Py_ssize_t written = 0;
+    int stopped = 0;
+    int result = format_section((const uint8_t *)view.buf, view.len, count, base_offset,
+                                base_timestamp, max_timestamp, log_append, &t, &w, &o,
+                                &scratch, &written, &stopped);
+    PyObject *value = result != 0 ? NULL : Py_BuildValue(
+        "(y#nO)", o.buf ? o.buf : "", o.len, written, stopped ? Py_True : Py_False);
+    PyObject *out = finish(&o, &scratch, result, value);
     PyBuffer_Release(&view);
-    PyBuffer_Release(&t.prefix);
-    PyBuffer_Release(&t.mid_timestamp);
-    PyBuffer_Release(&t.mid_key);
-    PyBuffer_Release(&t.suffix_low);
-    PyBuffer_Release(&t.suffix_high);
-    PyBuffer_Release(&t.separator);
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&mid_timestamp);
+    PyBuffer_Release(&mid_key);
+    PyBuffer_Release(&suffix_low);
+    PyBuffer_Release(&suffix_high);
+    PyBuffer_Release(&separator);
+    return out;
+}
+
+/* The int64 column `name` of format_batches: n items or an error. */
+static const int64_t *column(Py_buffer *b, Py_ssize_t n, const char *name)
+{
+    if (b->len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "format_batches: %s holds %zd bytes, not %zd int64",
+                     name, b->len, n);
+        return NULL;
+    }
+    return (const int64_t *)b->buf;
+}
+
+PyObject *format_batches(PyObject *self, PyObject *args)
+{
+    enum { POSITION, SIZE, ATTRIBUTES, COUNT, BASE_OFFSET, BASE_TIMESTAMP, MAX_TIMESTAMP,
+           TEMPLATE, N_COLUMNS };
+    static const char *const names[N_COLUMNS] = {
+        "position", "size", "attributes", "records_count", "base_offset", "base_timestamp",
+        "max_timestamp", "template"};
+    Py_buffer view, cols[N_COLUMNS];
+    PyObject *templates;
+    Py_ssize_t n, start, stop;
+    window_t w = {0, 0, 1, 0};
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*y*y*y*y*y*O!LLpnn", &view, &n, &cols[POSITION],
+                          &cols[SIZE], &cols[ATTRIBUTES], &cols[COUNT], &cols[BASE_OFFSET],
+                          &cols[BASE_TIMESTAMP], &cols[MAX_TIMESTAMP], &cols[TEMPLATE],
+                          &PyTuple_Type, &templates, &w.min_offset, &w.max_offset, &w.csv,
+                          &start, &stop))
+        return NULL;
+    const int64_t *col[N_COLUMNS];
+    int ok = 1;
+    for (int k = 0; k < N_COLUMNS && ok; k++)
+        ok = (col[k] = column(&cols[k], n, names[k])) != NULL;
+    Py_ssize_t n_templates = PyTuple_GET_SIZE(templates);
+    templates_t *ts = ok ? PyMem_Calloc((size_t)n_templates + 1, sizeof(templates_t)) : NULL;
+    for (Py_ssize_t k = 0; ts != NULL && k < n_templates; k++) {
+        PyObject *tt = PyTuple_GET_ITEM(templates, k);
+        text_t *parts = &ts[k].prefix;
+        if (!PyTuple_Check(tt) || PyTuple_GET_SIZE(tt) != 6) {
+            PyErr_SetString(PyExc_TypeError, "format_batches: a template is 5 bytes and an int");
+            PyMem_Free(ts);
+            ts = NULL;
+            break;
+        }
+        for (int part = 0; part < 5 && ts != NULL; part++) {
+            PyObject *b = PyTuple_GET_ITEM(tt, part);
+            if (!PyBytes_Check(b)) {
+                PyErr_SetString(PyExc_TypeError, "format_batches: template parts are bytes");
+                PyMem_Free(ts);
+                ts = NULL;
+                break;
+            }
+            parts[part].p = PyBytes_AS_STRING(b);
+            parts[part].n = PyBytes_GET_SIZE(b);
+        }
+        if (ts != NULL) {
+            ts[k].separator.p = "";
+            ts[k].split = PyLong_AsLongLong(PyTuple_GET_ITEM(tt, 5));
+            if (ts[k].split == -1 && PyErr_Occurred()) {
+                PyMem_Free(ts);
+                ts = NULL;
+            }
+        }
+    }
+    out_t o = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Py_ssize_t written = 0, row = start < 0 ? 0 : start;
+    int stopped = 0, result = ts == NULL ? -1 : 0;
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    for (; result == 0 && !stopped && row < n && row < stop; row++) {
+        int64_t k = col[TEMPLATE][row], pos = col[POSITION][row], size = col[SIZE][row];
+        /* Left to the caller: no template (its records are classified one by one), a
+         * compressed payload, a batch outside the buffer, records the decoder refuses. */
+        if (k < 0 || k >= n_templates || (col[ATTRIBUTES][row] & COMPRESSION_BITS) != 0 ||
+            pos < 0 || size < RECORDS_START || pos > view.len - size)
+            break;
+        result = format_section(buf + pos + RECORDS_START, (Py_ssize_t)(size - RECORDS_START),
+                                (Py_ssize_t)col[COUNT][row], col[BASE_OFFSET][row],
+                                col[BASE_TIMESTAMP][row], col[MAX_TIMESTAMP][row],
+                                (col[ATTRIBUTES][row] & LOG_APPEND_TIME_BIT) != 0, &ts[k], &w,
+                                &o, &scratch, &written, &stopped);
+        if (result == 1) {
+            result = 0;
+            break;
+        }
+    }
+    PyObject *value = result != 0 ? NULL : Py_BuildValue(
+        "(y#nOn)", o.buf ? o.buf : "", o.len, written, stopped ? Py_True : Py_False, row);
+    PyObject *out = finish(&o, &scratch, result, value);
+    PyMem_Free(ts);
+    PyBuffer_Release(&view);
+    for (int k = 0; k < N_COLUMNS; k++)
+        PyBuffer_Release(&cols[k]);
     return out;
 }

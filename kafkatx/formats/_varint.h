@@ -41,7 +41,8 @@ static inline int read_zigzag(cursor_t *c, int max_bytes, int64_t *out)
     return 0;
 }
 
-/* kafkatx.formats._batchscan.format_records (in _recordfmt.c; see its comment). */
+/* kafkatx.formats._batchscan.format_records/format_batches (in _recordfmt.c). */
 PyObject *format_records(PyObject *self, PyObject *args);
+PyObject *format_batches(PyObject *self, PyObject *args);
 
 #endif

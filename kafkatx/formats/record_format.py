@@ -23,10 +23,17 @@ from kafkatx.formats.record_batch import payload_at
 _format: Any = getattr(_ext, "format_records", None) if HAVE_EXTENSION else None
 HAVE_FORMATTER = _format is not None
 
+
+def format_batches_function() -> Any:
+    """The C extension's ``format_batches`` (many uncompressed batches of a segment in one
+    call; see _recordfmt.c), or None: the caller then formats one batch at a time."""
+    return getattr(_ext, "format_batches", None) if HAVE_EXTENSION else None
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 __all__ = ["HAVE_FORMATTER", "INT64_MAX", "INT64_MIN", "RECORD_JSON", "Formatted", "RawJsonList",
-           "Templates", "format_batch", "format_records_at"]
+           "Templates", "format_batch", "format_batches_function",
+           "format_records_at"]
 
 
 @dataclass(frozen=True, slots=True)

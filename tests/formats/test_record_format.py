@@ -1,8 +1,8 @@
 """The C record formatter writes exactly what the Python rendering writes, or refuses.
 
-For ``replay --format jsonl|csv`` (``ReplayWriter.batch``, the C formatter, against
-``ReplayWriter.write`` of each record decoded by construct's ``iter_records`` and classified
-by ``consumer_view.classify``) and for ``dump --records`` (``RECORD_JSON`` against
+For ``replay --format jsonl|csv`` (``ReplayWriter.batch`` and ``.segment``, the C formatter,
+against ``ReplayWriter.write`` of each record decoded by construct's ``iter_records`` and
+classified by ``consumer_view.classify``) and for ``dump --records`` (``RECORD_JSON`` against
 ``Record.to_dict`` through the JSON encoder): batches of every codec with null, empty, UTF-8,
 non-printable, non-UTF-8 and CSV-hostile keys, values and headers, control batches, offset
 windows, every decision and the records beyond the fetch bound on either side of the high
@@ -16,13 +16,14 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkatx.analysis.consumer_view import ConsumerView, classify
 from kafkatx.cli.replay_writer import ReplayWriter
 from kafkatx.errors import FormatError
-from kafkatx.formats.batchscan import scan_v2_run
+from kafkatx.formats.batchscan import HeaderColumns, scan_v2_run
 from kafkatx.formats.record_batch import (
     ControlType,
     Record,
@@ -38,7 +39,13 @@ from kafkatx.formats.record_format import (
     RECORD_JSON,
     format_batch,
 )
-from kafkatx.semantics.read_committed import Decision, IsolationLevel
+from kafkatx.semantics.read_committed import (
+    CODE_ABORTED,
+    CODE_DELIVER,
+    DECISIONS,
+    Decision,
+    IsolationLevel,
+)
 from tests.formats.test_record_decode import damaged
 
 T0 = 1_763_700_000_000
@@ -173,3 +180,53 @@ def test_dump_records_format_as_to_dict_encodes_them(
     shown = [r for r in records if lo <= r.offset <= hi]
     assert done.text == ",".join(encode(r.to_dict()) for r in shown)
     assert done.written == len(shown)
+
+
+def _python_rows(writer: ReplayWriter, data: bytes, headers: HeaderColumns, rows: list[int],
+                 codes: list[int], beyond: list[bool], lo: int, hi: int | None,
+                 view: ConsumerView) -> bool:
+    """What replay_segment does for batches the formatter leaves; whether it stopped."""
+    for j, code, past in zip(rows, codes, beyond, strict=True):
+        records = _exact(data[int(headers.position[j]):])
+        for rec in records or []:
+            if rec.offset < lo:
+                continue
+            if hi is not None and rec.offset > hi:
+                return True
+            writer.write(classify(rec, 7, 1, True, DECISIONS[code], past, view, None, None))
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(batches(), min_size=1, max_size=6), st.sampled_from(["jsonl", "csv"]),
+       st.data())
+def test_segments_format_as_python_renders_them(parts: list[bytes], fmt: str,
+                                                draw: st.DataObject) -> None:
+    """``ReplayWriter.segment``: many batches per C call, compressed ones one at a time, the
+    rest left to the caller, as ``consumer_view.replay_segment`` drives it."""
+    data = b"".join(parts)
+    headers, _, _ = scan_v2_run(data, 0, len(data))
+    n = len(headers)
+    rows = np.arange(n)
+    codes = np.array(draw.draw(st.lists(st.sampled_from([CODE_DELIVER, CODE_ABORTED]),
+                                        min_size=n, max_size=n)), dtype=np.int8)
+    beyond = np.array(draw.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    base = int(headers.base_offset.min()) if n else 0
+    lo = base + draw.draw(st.integers(0, 30))
+    hi = draw.draw(st.one_of(st.none(), st.integers(base, base + 2**41)))
+    view = _view(base + draw.draw(st.integers(0, 60)), draw.draw(st.booleans()))
+    fast_out, slow_out = io.StringIO(), io.StringIO()
+    fast, slow = ReplayWriter(fmt, view, fast_out), ReplayWriter(fmt, view, slow_out)
+    run = fast.segment(data, headers, rows, codes, beyond, lo, hi, "f")
+    i = 0
+    while i < n:
+        i, stopped = run(i, n)
+        if stopped or (i < n and _python_rows(fast, data, headers, [i], [int(codes[i])],
+                                              [bool(beyond[i])], lo, hi, view)):
+            break
+        i += i < n
+    _python_rows(slow, data, headers, rows.tolist(), codes.tolist(), beyond.tolist(), lo, hi,
+                 view)
+    fast.close()
+    slow.close()
+    assert fast_out.getvalue() == slow_out.getvalue()
