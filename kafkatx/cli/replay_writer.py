@@ -100,14 +100,22 @@ class ReplayWriter:
         extension many at a time; a compressed batch one at a time (:meth:`batch`); a batch
         neither takes is left to the caller."""
         high = INT64_MAX if max_offset is None else max_offset
-        pids, epochs = headers.producer_id[rows], headers.producer_epoch[rows]
-        txns = headers.is_transactional[rows]
-        keys = np.rec.fromarrays([pids, epochs, txns, codes, beyond])
-        unique, inverse = np.unique(keys, return_inverse=True)
+        # One int64 per batch for what its text depends on (sorting records is ~50x slower):
+        # producer (by rank), epoch, transactional, decision code (< 4), beyond.
+        pids, pid_rank = np.unique(headers.producer_id[rows], return_inverse=True)
+        combined = pid_rank.reshape(-1).astype(np.int64) << 20
+        combined |= (headers.producer_epoch[rows].astype(np.int64) & 0xFFFF) << 4
+        combined |= headers.is_transactional[rows].astype(np.int64) << 3
+        combined |= codes.astype(np.int64) << 1
+        combined |= beyond.astype(np.int64)
+        unique, inverse = np.unique(combined, return_inverse=True)
         templates: list[Templates | None] = []
-        for pid, epoch, txn, code, past in unique.tolist():
-            decision = DECISIONS[code]
-            key = (pid, epoch, bool(txn), decision, bool(past))
+        for k in unique.tolist():
+            epoch = (k >> 4) & 0xFFFF
+            decision = DECISIONS[(k >> 1) & 3]
+            key = (int(pids[k >> 20]), epoch - 0x10000 if epoch >= 0x8000 else epoch,
+                   bool(k >> 3 & 1), decision, bool(k & 1))
+            past = key[4]
             if decision == Decision.ABORTED and not past:
                 templates.append(None)  # each record's aborted transaction is its own
                 continue
