@@ -38,6 +38,27 @@ VIEW_LINES = {
 }
 
 
+def _rows_of(scan: SegmentScan, keep: np.ndarray) -> SegmentScan:
+    """``scan`` reduced to the rows ``keep`` (ascending), without its problems. The load replays
+    whole segments or their tails: a run of consecutive rows is taken as views (the scan itself
+    when it is every row, its derived columns shared), so the second load of a partition holds
+    no second copy of its columns; any other selection is copied."""
+    first, last = int(keep[0]), int(keep[-1])
+    h = scan.headers
+    if last - first + 1 == len(keep):
+        if len(keep) == len(h):
+            return replace(scan, problems=())
+        rows: slice | np.ndarray = slice(first, last + 1)
+    else:
+        rows = keep
+    return SegmentScan(path=scan.path,
+                       headers=HeaderColumns(**{n: getattr(h, n)[rows]
+                                                for n in HeaderColumns.COLUMNS}),
+                       control_type=scan.control_type[rows],
+                       coordinator_epoch=scan.coordinator_epoch[rows], problems=(),
+                       size=scan.size)
+
+
 def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
                     upto: int | None, aborted: list[AbortedTxnEntry] | None, *,
                     end: int | None = None, advance_high_watermark: bool = True) -> int:
@@ -56,12 +77,7 @@ def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
         return replay(psm, scan, start, upto, aborted, end=end,
                       advance_high_watermark=advance_high_watermark)
     keep = np.flatnonzero(rows)
-    sub = SegmentScan(path=scan.path,
-                      headers=HeaderColumns(**{n: getattr(h, n)[keep]
-                                               for n in HeaderColumns.COLUMNS}),
-                      control_type=scan.control_type[keep],
-                      coordinator_epoch=scan.coordinator_epoch[keep], problems=(),
-                      size=scan.size)
+    sub = _rows_of(scan, keep)
     map_end = psm.last_map_offset
     replayer = PartitionReplayer(state=psm)
     replayer.feed(sub)

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from kafkatx.semantics.read_committed import IsolationLevel
 
 Progress = Callable[[int], None]  # called with bytes scanned
+ROWS_PER_RUN = 1 << 18  # batches per run of a whole-segment computation's temporaries
 # Runs after a partition's checks with its context and findings; returns the findings to keep.
 Finalize = Callable[[PartitionDir, PartitionContext, list[Finding]], list[Finding]]
 ScanOf = Callable[[Path], SegmentScan]  # a segment's scan by its .log path
@@ -420,12 +421,15 @@ def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
         if last < lso or first >= hw:
             continue
         h = scan_of(path).headers
-        data = ~h.is_control
-        lo = np.maximum(h.base_offset, lso)
-        hi = np.minimum(h.last_offset, hw - 1)
-        span = np.clip(hi - lo + 1, 0, None)
-        # Exact for uncompacted batches (records = offsets); compaction can only lower it.
-        total += int(np.minimum(span, h.records_count)[data & (hi >= lo)].sum())
+        # In runs of rows: temporaries of a run, not of the segment, on top of its columns.
+        for at in range(0, len(h), ROWS_PER_RUN):
+            rows = slice(at, at + ROWS_PER_RUN)
+            data = ~h.is_control[rows]
+            lo = np.maximum(h.base_offset[rows], lso)
+            hi = np.minimum(h.last_offset[rows], hw - 1)
+            span = np.clip(hi - lo + 1, 0, None)
+            # Exact for uncompacted batches (records = offsets); compaction can only lower it.
+            total += int(np.minimum(span, h.records_count[rows])[data & (hi >= lo)].sum())
     return total
 
 

@@ -10,6 +10,7 @@ The result equals reading the segment with :func:`kafkatx.formats.segment.iter_s
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy.typing as npt
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.batch_layout import RECORD_BATCH_OVERHEAD
-from kafkatx.formats.batchscan import HeaderColumns, StopReason, scan_v2_run
+from kafkatx.formats.batchscan import HeaderColumns, Release, StopReason, scan_v2_run
 from kafkatx.formats.record_batch import ControlType, RecordBatch, compute_crc, parse_batch
 from kafkatx.formats.segment import (
     CRC_MISMATCH,
@@ -75,14 +76,37 @@ def _entry_columns(entry: SegmentEntry) -> HeaderColumns:
                             for name in HeaderColumns.COLUMNS})
 
 
+def page_releaser(buf: object) -> Release | None:
+    """For a memory-mapped segment, a ``release(lo, hi)`` that drops the mapping's pages of
+    ``[lo, hi)`` from this process (``madvise(MADV_DONTNEED)``; whole pages, the one holding
+    ``hi`` kept): the walk then holds a window of the file resident instead of all of it. The
+    file and the page cache are untouched (a read-only shared mapping: a page read again is
+    mapped again). None for bytes, which are in memory anyway."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    page = mmap.PAGESIZE
+
+    def release(lo: int, hi: int) -> None:
+        first, last = lo - lo % page, hi - hi % page
+        if last > first:
+            buf.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+    return release
+
+
 def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> SegmentScan:
-    """Scan every entry of a segment buffer into columns; damage becomes ``problems``."""
+    """Scan every entry of a segment buffer into columns; damage becomes ``problems``.
+
+    A mapped segment (``mmap``) is walked window by window and each window's pages dropped
+    once walked (:func:`page_releaser`): what stays resident is the columns (76 bytes a batch,
+    :class:`SegmentScan`), not the file."""
     end = len(buf)
+    release = page_releaser(buf)
     parts: list[HeaderColumns] = []
     problems: list[SegmentProblem] = []
     pos = 0
     while pos < end:
-        cols, stop, reason = scan_v2_run(buf, pos, end)
+        cols, stop, reason = scan_v2_run(buf, pos, end, release=release)
         if len(cols):
             parts.append(cols)
             problems.extend(_crc_problems(buf, cols, path))
@@ -100,7 +124,7 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
     coordinator_epoch = np.full(len(headers), -1, dtype=np.int32)
     controls = np.flatnonzero(headers.is_control & (headers.magic == 2)
                               & (headers.records_count > 0))
-    for i in _decode_markers(buf, headers, controls, control_type, coordinator_epoch):
+    for i in _decode_markers(buf, headers, controls, control_type, coordinator_epoch, release):
         pos = int(headers.position[i])
         try:
             control = parse_batch(buf, pos, path=path).control
@@ -125,12 +149,32 @@ MARKER_RECORD_END = RECORD_BATCH_OVERHEAD + 17
 _MARKER_BYTES = {61: 0x20, 65: 0x08, 70: 0x0C, 77: 0x00}
 
 
+# Control batches whose marker bytes are gathered at once: their pages are dropped again after
+# each group (``release``), so a mapped segment's markers never make all of it resident.
+MARKER_GROUP = 4096
+
+
 def _decode_markers(buf: bytes | memoryview, headers: HeaderColumns, rows: npt.NDArray[np.intp],
                     control_type: npt.NDArray[np.int16],
-                    coordinator_epoch: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+                    coordinator_epoch: npt.NDArray[np.int32],
+                    release: Release | None = None) -> npt.NDArray[np.intp]:
     """Fill ``control_type``/``coordinator_epoch`` of the control batches at ``rows`` that have
     exactly the fixed layout above, read straight from the bytes; returns the other rows (any
     other layout, type or compression), which the caller decodes the exact way."""
+    if release is None or len(rows) <= MARKER_GROUP:
+        return _decode_marker_group(buf, headers, rows, control_type, coordinator_epoch)
+    rest = []
+    for i in range(0, len(rows), MARKER_GROUP):
+        group = rows[i:i + MARKER_GROUP]
+        rest.append(_decode_marker_group(buf, headers, group, control_type, coordinator_epoch))
+        release(int(headers.position[group[0]]),
+                int(headers.position[group[-1]]) + MARKER_RECORD_END)
+    return np.concatenate(rest)
+
+
+def _decode_marker_group(buf: bytes | memoryview, headers: HeaderColumns,
+                         rows: npt.NDArray[np.intp], control_type: npt.NDArray[np.int16],
+                         coordinator_epoch: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
     if not len(rows):
         return rows
     fits = ((headers.compression[rows] == 0)

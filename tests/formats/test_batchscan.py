@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import mmap
 import os
@@ -349,6 +350,33 @@ def test_chunking_gives_the_same_columns(chunk: int) -> None:
     for result in (scan_v2_run(data, chunk=chunk), scan_v2_run_python(data, chunk=chunk)):
         assert_columns_equal(result[0], whole[0])
         assert result[1:] == whole[1:]
+
+
+@needs_ext
+@given(corrupted_segments(), st.sampled_from([1, 17, 61, 100, 333]), st.data())
+@SETTINGS
+def test_release_windows_give_the_same_walk(case: tuple[bytes, list[int], dict[str, Any]],
+                                            window: int, draw: st.DataObject) -> None:
+    """Walked window by window with ``release`` (windows smaller than a batch too), a scan gives
+    the columns, stop and reason of one walk, and hands back every byte it walked, once, in
+    order: the ranges are consecutive from ``start`` to the stop."""
+    data = case[0]
+    start = draw.draw(st.sampled_from([0, *(p for p in case[1] if p <= len(data))]))
+    chunk = draw.draw(st.sampled_from([1, 2, batchscan.DEFAULT_CHUNK]))
+    whole = scan_v2_run(data, start, chunk=chunk)
+    released: list[tuple[int, int]] = []
+    saved = batchscan.RELEASE_WINDOW
+    batchscan.RELEASE_WINDOW = window
+    try:
+        cols, stop, reason = scan_v2_run(data, start, chunk=chunk,
+                                         release=lambda lo, hi: released.append((lo, hi)))
+    finally:
+        batchscan.RELEASE_WINDOW = saved
+    assert_columns_equal(cols, whole[0])
+    assert (stop, reason) == whole[1:]
+    assert released and released[0][0] == start and released[-1][1] == stop
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(released))
+    assert all(lo <= hi for lo, hi in released)
 
 
 # --- fuzzing ----------------------------------------------------------------------------------

@@ -258,3 +258,36 @@ def test_marker_fast_decode_equals_the_construct_path(buf: bytes) -> None:
     scan_rows, scan_problems = _scan_rows(buf)
     assert scan_rows == exact_rows
     assert sorted(map(str, scan_problems)) == sorted(map(str, exact_problems))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_mapped_segment_scanned_in_windows_equals_bytes(data: st.DataObject) -> None:
+    """A mapped segment is walked window by window, its pages dropped behind the walk and its
+    markers decoded in groups (``page_releaser``): the same scan as the bytes in memory, with
+    windows and groups far smaller than a batch or a segment, damage included."""
+    import mmap
+    import tempfile
+
+    from kafkatx.formats import batchscan, segment_scan
+
+    seg, _ = make_segment(data.draw(st.integers(1, 40)))
+    buf = bytearray(seg + data.draw(control_batches()) + make_segment(5, start=10_000)[0])
+    for _ in range(data.draw(st.integers(0, 2))):
+        i = data.draw(st.integers(0, len(buf) - 1))
+        buf[i] = data.draw(st.integers(0, 255))
+    want = _scan_rows(bytes(buf))
+    saved = batchscan.RELEASE_WINDOW, segment_scan.MARKER_GROUP
+    batchscan.RELEASE_WINDOW = data.draw(st.sampled_from([61, 100, 4096]))
+    segment_scan.MARKER_GROUP = data.draw(st.sampled_from([1, 2, 3]))
+    try:
+        with tempfile.TemporaryFile() as f:
+            f.write(buf)
+            f.flush()
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                assert segment_scan.page_releaser(mapped) is not None
+                got = _scan_rows(mapped)  # type: ignore[arg-type]
+    finally:
+        batchscan.RELEASE_WINDOW, segment_scan.MARKER_GROUP = saved
+    assert got[0] == want[0]
+    assert list(map(str, got[1])) == list(map(str, want[1]))
