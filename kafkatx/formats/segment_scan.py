@@ -85,11 +85,16 @@ def page_releaser(buf: object) -> Release | None:
     if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
         return None
     page = mmap.PAGESIZE
+    refused = False
 
     def release(lo: int, hi: int) -> None:
+        nonlocal refused
         first, last = lo - lo % page, hi - hi % page
-        if last > first:
-            buf.madvise(mmap.MADV_DONTNEED, first, last - first)
+        if last > first and not refused:
+            try:
+                buf.madvise(mmap.MADV_DONTNEED, first, last - first)
+            except OSError:
+                refused = True  # a hint only: the scan goes on with the pages resident
 
     return release
 

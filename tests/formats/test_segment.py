@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -291,3 +292,30 @@ def test_mapped_segment_scanned_in_windows_equals_bytes(data: st.DataObject) -> 
         batchscan.RELEASE_WINDOW, segment_scan.MARKER_GROUP = saved
     assert got[0] == want[0]
     assert list(map(str, got[1])) == list(map(str, want[1]))
+
+
+def test_a_refused_page_release_is_no_error(tmp_path: Path) -> None:
+    """Dropping pages is a hint: a system refusing it leaves the scan as it is."""
+    import mmap
+
+    from kafkatx.formats import batchscan
+
+    class Refusing(mmap.mmap):
+        calls = 0
+
+        def madvise(self, *args: int) -> None:
+            Refusing.calls += 1
+            raise OSError(22, "Invalid argument")
+
+    seg, _ = make_segment(300)
+    assert len(seg) > 3 * mmap.PAGESIZE
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(seg)
+    saved = batchscan.RELEASE_WINDOW
+    batchscan.RELEASE_WINDOW = 4096
+    try:
+        with open(path, "rb") as f, Refusing(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            got = _scan_rows(mapped)  # type: ignore[arg-type]
+    finally:
+        batchscan.RELEASE_WINDOW = saved
+    assert Refusing.calls == 1 and got[0] == _scan_rows(seg)[0]
