@@ -351,6 +351,8 @@ def _scan_rows(scan: SegmentScan, flt: DumpFilter, file: str
     last_l, last_seq, size = last.tolist(), h.last_sequence.tolist(), h.size.tolist()
     ctl, coord = scan.control_type.tolist(), scan.coordinator_epoch.tolist()
     problems = list(scan.problems)
+    # a name per codec id, looked up once (name_for costs microseconds a batch)
+    codec_names = {c: compression.name_for(c) for c in range(COMPRESSION_MASK + 1)}
     p = 0
     for i in np.flatnonzero(keep).tolist():
         pos = columns["position"][i]
@@ -368,7 +370,7 @@ def _scan_rows(scan: SegmentScan, flt: DumpFilter, file: str
             "partition_leader_epoch": columns["partition_leader_epoch"][i],
             "is_transactional": bool(attrs & TRANSACTIONAL_FLAG),
             "is_control": bool(attrs & CONTROL_FLAG), "position": pos, "size": size[i],
-            "magic": magic, "compression": compression.name_for(attrs & COMPRESSION_MASK),
+            "magic": magic, "compression": codec_names[attrs & COMPRESSION_MASK],
             "timestamp_type": _timestamp_type(magic, attrs),
             "base_timestamp": columns["base_timestamp"][i],
             "max_timestamp": columns["max_timestamp"][i],
