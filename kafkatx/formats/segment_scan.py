@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatx.errors import FormatError
+from kafkatx.formats import batchscan
 from kafkatx.formats.batch_layout import RECORD_BATCH_OVERHEAD
 from kafkatx.formats.batchscan import HeaderColumns, Release, StopReason, scan_v2_run
 from kafkatx.formats.record_batch import ControlType, RecordBatch, compute_crc, parse_batch
@@ -154,8 +155,10 @@ MARKER_RECORD_END = RECORD_BATCH_OVERHEAD + 17
 _MARKER_BYTES = {61: 0x20, 65: 0x08, 70: 0x0C, 77: 0x00}
 
 
-# Control batches whose marker bytes are gathered at once: their pages are dropped again after
-# each group (``release``), so a mapped segment's markers never make all of it resident.
+# Control batches whose marker bytes are gathered at once, at most: a group also spans at most
+# ``RELEASE_WINDOW`` bytes of the file, and its pages are dropped again after it (``release``),
+# so a mapped segment's markers never make all of it resident (one marker every few 10 KB
+# batches touches every page).
 MARKER_GROUP = 4096
 
 
@@ -166,14 +169,18 @@ def _decode_markers(buf: bytes | memoryview, headers: HeaderColumns, rows: npt.N
     """Fill ``control_type``/``coordinator_epoch`` of the control batches at ``rows`` that have
     exactly the fixed layout above, read straight from the bytes; returns the other rows (any
     other layout, type or compression), which the caller decodes the exact way."""
-    if release is None or len(rows) <= MARKER_GROUP:
+    if release is None or not len(rows):
         return _decode_marker_group(buf, headers, rows, control_type, coordinator_epoch)
+    positions = headers.position[rows]
     rest = []
-    for i in range(0, len(rows), MARKER_GROUP):
-        group = rows[i:i + MARKER_GROUP]
+    start = 0
+    while start < len(rows):
+        span_end = int(np.searchsorted(positions, positions[start] + batchscan.RELEASE_WINDOW))
+        stop = max(start + 1, min(span_end, start + MARKER_GROUP))
+        group = rows[start:stop]
         rest.append(_decode_marker_group(buf, headers, group, control_type, coordinator_epoch))
-        release(int(headers.position[group[0]]),
-                int(headers.position[group[-1]]) + MARKER_RECORD_END)
+        release(int(positions[start]), int(positions[stop - 1]) + MARKER_RECORD_END)
+        start = stop
     return np.concatenate(rest)
 
 
