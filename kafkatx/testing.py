@@ -82,13 +82,17 @@ class KafkaBroker:
                  str(self.port), "--log-dir", str(self.log_dir), "--control-port", "0",
                  *DEFAULT_ARGS, *self.args],
                 stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
-        listening = self._line("listening on ")
-        self.ports = [int(a.rsplit(":", 1)[1])
-                      for a in listening.removeprefix("listening on ").split(",")]
-        # One broker restarts on its port; a cluster's brokers on free ones (theirs need not
-        # be consecutive).
-        self.port = self.ports[0] if len(self.ports) == 1 else 0
-        self.control_port = int(self._line("control on ").rsplit(":", 1)[1])
+        try:
+            listening = self._line("listening on ")
+            self.ports = [int(a.rsplit(":", 1)[1])
+                          for a in listening.removeprefix("listening on ").split(",")]
+            # One broker restarts on its port; a cluster's brokers on free ones (theirs need
+            # not be consecutive).
+            self.port = self.ports[0] if len(self.ports) == 1 else 0
+            self.control_port = int(self._line("control on ").rsplit(":", 1)[1])
+        except BaseException:  # whatever stopped the start: no process left behind
+            self.kill()
+            raise
         return self
 
     def stop(self) -> int:

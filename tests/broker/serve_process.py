@@ -37,25 +37,30 @@ class ServeProcess:
              "--log-dir", str(self.log_dir), *self.args],
             stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
         stderr.close()
-        assert self.proc.stdout is not None
+        try:
+            text = self._first_line()
+            assert text.startswith("listening on "), text
+        except BaseException:  # whatever stopped the start: no process left behind
+            self.kill()
+            raise
+        self.port = int(text.rsplit(":", 1)[1])
+        return self
+
+    def _first_line(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + START_TIMEOUT_S
         line = b""
-        while not line.endswith(b"\n"):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.kill()
-                raise AssertionError(f"kafkatx serve did not start:\n{self.stderr()}")
-            if sel.select(0.1):
-                chunk = os.read(self.proc.stdout.fileno(), 1)
-                if not chunk:
-                    continue
-                line += chunk
-        sel.close()
-        text = line.decode().strip()
-        assert text.startswith("listening on "), text
-        self.port = int(text.rsplit(":", 1)[1])
-        return self
+        try:
+            while not line.endswith(b"\n"):
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError(f"kafkatx serve did not start:\n{self.stderr()}")
+                if sel.select(0.1):
+                    line += os.read(self.proc.stdout.fileno(), 1)
+        finally:
+            sel.close()
+        return line.decode().strip()
 
     def stop(self) -> int:
         """SIGTERM, wait, return the exit status."""

@@ -42,11 +42,15 @@ def _start(tmp_path: Path, ck: Any) -> KafkaBroker:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster = KafkaBroker(tmp_path / "cluster", BROKERS).start()
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    for future in admin.create_topics([NewTopic(TOPIC, 3, 3)]).values():
-        future.result(10)
-    with WireClient(cluster.ports[0]) as client:  # creates __transaction_state
-        client.call(request(10, 1, key="probe", key_type=1))
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        for future in admin.create_topics([NewTopic(TOPIC, 3, 3)]).values():
+            future.result(10)
+        with WireClient(cluster.ports[0]) as client:  # creates __transaction_state
+            client.call(request(10, 1, key="probe", key_type=1))
+    except BaseException:  # the tests' finally is not reached: no serve may outlive the run
+        cluster.kill()
+        raise
     return cluster
 
 
