@@ -26,7 +26,7 @@ from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import ControlType, Record, render_bytes
 from kafkatx.formats.record_decode import read_records_at
-from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.formats.segment_scan import SegmentScan, page_releaser, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.read_committed import (
     CODE_ABORTED,
@@ -438,10 +438,14 @@ def replay_segment(
         run = None if formatter is None else formatter(
             data, h, sel, sel_codes, sel_beyond, max(fetch_offset, start), to_offset, str(log))
         reported = i = 0
+        release = page_releaser(data)  # a mapped segment's pages dropped behind the replay
         while i < len(sel):
-            if on_bytes is not None:
+            if on_bytes is not None or release is not None:
                 at = int(h.position[sel[i]])
-                on_bytes(at - reported)
+                if on_bytes is not None:
+                    on_bytes(at - reported)
+                if release is not None:
+                    release(reported, at)
                 reported = at
             end = min(i + ROWS_AT_ONCE, len(sel))
             if run is not None:

@@ -57,7 +57,7 @@ from kafkatx.formats.record_format import (
     format_records_at,
 )
 from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment, read_entry
-from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, scan_segment
+from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, page_releaser, scan_segment
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 from kafkatx.storage.readers import file_bytes, segment_buffer
@@ -309,10 +309,16 @@ def _encoded_items(data: bytes, scan: SegmentScan, flt: DumpFilter, file: str
     low = INT64_MIN if flt.from_offset is None else flt.from_offset
     high = INT64_MAX if flt.to_offset is None else flt.to_offset
     attributes = scan.headers.attributes.tolist()
+    release = page_releaser(data)  # a mapped segment's pages dropped behind the output
+    released = n = 0
     for row, item in _scan_rows(scan, flt, file):
         if row is None:
             yield item
             continue
+        n += 1
+        if release is not None and n % 1024 == 0:
+            release(released, item["position"])
+            released = item["position"]
         # A COMMIT/ABORT marker's item is whole from the columns; other control batches (KRaft's)
         # decode their control record through the entry
         marker = item.get("control", {}).get("type") in ("COMMIT", "ABORT")
