@@ -8,8 +8,12 @@ stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
+import signal
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +49,56 @@ def _close_kafka_pythons_failed_sockets() -> None:
 
 
 _close_kafka_pythons_failed_sockets()
+
+
+def _serve_children() -> dict[int, str]:
+    """This process's children that run ``kafkatx serve``, by pid."""
+    found: dict[int, str] = {}
+    me = str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                ppid = stat.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{entry.name}/cmdline", "rb") as cmdline:
+                argv = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == me and b"kafkatx" in argv and b"serve" in argv:
+            found[int(entry.name)] = b" ".join(argv).decode(errors="replace")
+    return found
+
+
+def _live_librdkafka_clients() -> dict[int, str]:
+    """confluent-kafka clients still alive (each has librdkafka threads reconnecting), by id."""
+    ck = sys.modules.get("confluent_kafka")
+    if ck is None:
+        return {}
+    kinds = tuple(getattr(ck, name) for name in ("Producer", "Consumer") if hasattr(ck, name))
+    gc.collect()
+    return {id(obj): type(obj).__name__ for obj in gc.get_objects() if isinstance(obj, kinds)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_outlives_its_module() -> Iterator[None]:
+    """A ``kafkatx serve`` child or a librdkafka client left running by a test module goes on
+    using CPU (a client reconnects to its stopped brokers) through every later module, and a
+    serve child can outlive the run: kill it, and fail the module that left it."""
+    before_serve = set(_serve_children())
+    before_clients = set(_live_librdkafka_clients())
+    yield
+    left = {pid: argv for pid, argv in _serve_children().items() if pid not in before_serve}
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    clients = {key: kind for key, kind in _live_librdkafka_clients().items()
+               if key not in before_clients}
+    problems = [f"kafkatx serve (pid {pid}) still running: {argv}" for pid, argv in left.items()]
+    problems += [f"a confluent-kafka {kind} still alive" for kind in clients.values()]
+    if problems:
+        pytest.fail("left running by this module: " + "; ".join(problems), pytrace=False)
 
 
 SPARK_TEST_CONF = (("spark.sql.shuffle.partitions", "2"), ("spark.default.parallelism", "2"),

@@ -156,3 +156,21 @@ def test_creating_and_deleting_thousands_of_partitions_stalls_no_connection(
     deleted = probing(server.port, delete)
     assert deleted.slowest < LATENCY_LIMIT_S, (
         f"an ApiVersions round trip took {deleted.slowest:.2f} s during the DeleteTopics")
+
+
+def test_a_topic_deleted_while_its_logs_are_still_being_created_is_deleted(
+        server: ServeProcess) -> None:
+    """CreateTopics of a big topic answers before its logs exist (as Kafka's controller does);
+    a DeleteTopics sent at once finds the topic, as Kafka's controller would, and deletes it."""
+    admin = _admin(server)
+    for future in admin.create_topics([NewTopic("short-lived", BIG_TOPIC_PARTITIONS, 1)],
+                                      operation_timeout=120, request_timeout=120).values():
+        future.result(120)
+    for future in admin.delete_topics(["short-lived"], operation_timeout=120,
+                                      request_timeout=120).values():
+        future.result(120)
+    deadline = time.monotonic() + 120
+    while any(server.log_dir.glob("short-lived-*")):
+        assert time.monotonic() < deadline, "the partitions of 'short-lived' were never removed"
+        time.sleep(0.1)
+    assert "short-lived" not in admin.list_topics(timeout=30).topics

@@ -14,6 +14,7 @@ Unlike Kafka, the internal topics cannot grow: the coordinators hash ids onto 50
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -160,7 +161,8 @@ def _replication(broker: BrokerContext, topic: Any, num_partitions: int) -> list
     return broker.cluster.assignment(num_partitions, rf)
 
 
-_CREATIONS: set[asyncio.Future[Topic]] = set()  # creations going on past their answer
+# Creations going on past their answer, by (log manager, topic name).
+_CREATIONS: dict[tuple[int, str], asyncio.Future[Topic]] = {}
 
 
 async def _create_within(broker: BrokerContext, name: str, num_partitions: int,
@@ -172,8 +174,9 @@ async def _create_within(broker: BrokerContext, name: str, num_partitions: int,
     exists; a smaller one is answered when it is complete."""
     topic = broker.logs.begin_create(name, num_partitions, configs)
     task = asyncio.ensure_future(broker.logs.create_logs_in_slices(topic))
-    _CREATIONS.add(task)
-    task.add_done_callback(_CREATIONS.discard)
+    key = (id(broker.logs), name)
+    _CREATIONS[key] = task
+    task.add_done_callback(lambda _: _CREATIONS.pop(key, None))
     if num_partitions <= CREATE_SLICE:
         await task
     return topic
@@ -230,12 +233,23 @@ async def handle_create_topics(broker: BrokerContext, ctx: RequestContext, reque
     return codec.make(ctx.response_cls, topics=tuple(results))
 
 
+async def _creations_done(broker: BrokerContext) -> None:
+    """Kafka's controller finds a topic from the moment CreateTopics answered (its records are
+    committed; the brokers' logs follow): a DeleteTopics arriving while serve still creates a
+    big topic's logs waits for them, then deletes the topic, rather than not knowing it."""
+    mine = [task for (logs, _), task in _CREATIONS.items() if logs == id(broker.logs)]
+    for task in mine:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(task)
+
+
 @api(20, 1, 6)
 async def handle_delete_topics(broker: BrokerContext, ctx: RequestContext, request: Any) -> Any:
     if hasattr(request, "topics"):
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
+    await _creations_done(broker)
     by_id = {t.topic_id: t for t in broker.logs.topics.values()}
     results = []
     for name, topic_id in wanted:
