@@ -233,6 +233,8 @@ class Story:
             client.kill()
         for producer in self.producers:  # kafka-python's: its sockets closed, not left to GC
             producer.close(timeout=0)
+        self.producers.clear()
+        self.admin = None  # librdkafka's: destroyed, not reconnecting to the killed cluster
         self.cluster.kill()
 
 

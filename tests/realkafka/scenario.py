@@ -88,16 +88,13 @@ def wait_until(condition: Callable[[], Any], timeout_s: float, what: str,
 # Kafka's answers
 
 
-_ADMINS: dict[str, Any] = {}
-
-
 def admin(bootstrap: str) -> Any:
-    """confluent-kafka's AdminClient of ``bootstrap`` (kept: its futures die with it)."""
+    """A new confluent-kafka AdminClient of ``bootstrap``: hold it while its futures are waited
+    for (they die with it), and let it go after (a kept one reconnects to a stopped node for the
+    rest of the run)."""
     from confluent_kafka.admin import AdminClient
 
-    if bootstrap not in _ADMINS:
-        _ADMINS[bootstrap] = AdminClient({"bootstrap.servers": bootstrap})
-    return _ADMINS[bootstrap]
+    return AdminClient({"bootstrap.servers": bootstrap})
 
 
 def list_offsets(bootstrap: str, partitions: Iterable[TP], *, earliest: bool = False
@@ -417,7 +414,8 @@ def set_broker_config(bootstrap: str, broker_id: int, name: str, value: str) -> 
 
     resource = ConfigResource(ResourceType.BROKER, str(broker_id), incremental_configs=[
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
-    for future in admin(bootstrap).incremental_alter_configs([resource]).values():
+    client = admin(bootstrap)
+    for future in client.incremental_alter_configs([resource]).values():
         future.result(30)
 
 
@@ -441,7 +439,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1,
     from confluent_kafka.admin import NewTopic
 
     new = NewTopic(topic, partitions, 1, config=config or {})
-    for future in admin(bootstrap).create_topics([new], request_timeout=30).values():
+    client = admin(bootstrap)
+    for future in client.create_topics([new], request_timeout=30).values():
         future.result(30)
 
 
