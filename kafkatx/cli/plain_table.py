@@ -28,7 +28,7 @@ class Col(Protocol):
 _PRINTABLE_ASCII = frozenset(chr(c) for c in range(32, 127))
 
 
-def _cell_text(out: Console, cell: str) -> str | None:
+def cell_text(out: Console, cell: str) -> str | None:
     """The cell as rich shows it (markup applied), or None when that is not plain printable
     ASCII or holds an emoji code."""
     from rich._emoji_replace import _emoji_replace
@@ -57,7 +57,7 @@ def plain_table_text(out: Console, columns: Sequence[Col], rows: Sequence[Sequen
     for cells in ([[c.name for c in columns]] if show_header else []) + [list(r) for r in rows]:
         line = []
         for cell in cells:
-            text = known[cell] if cell in known else known.setdefault(cell, _cell_text(out, cell))
+            text = known[cell] if cell in known else known.setdefault(cell, cell_text(out, cell))
             if text is None:
                 return None
             line.append(text)

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 import click
+from rich.console import Console
 
 from kafkatx.analysis.consumer_view import (
     ABORTED,
@@ -31,6 +32,7 @@ from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.progress import output_progress
 from kafkatx.cli.render import Col, FitTable, print_view_line, shorten
+from kafkatx.cli.replay_table import CHUNK, TableWriter
 from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
 from kafkatx.engines.tables import RECORDS, record_row, records_table
@@ -117,8 +119,11 @@ def replay_command(
         problems: list[str] = []
         # jsonl/csv straight to stdout: whole batches formatted at once (--output keeps
         # every record as an object, for Parquet)
-        writer = (ReplayWriter(fmt, view, sys.stdout)
-                  if fmt in ("jsonl", "csv") and not diff and engine.output is None else None)
+        writer: ReplayWriter | None = None
+        if fmt in ("jsonl", "csv") and not diff and engine.output is None:
+            writer = ReplayWriter(fmt, view, sys.stdout)
+        elif fmt == "table" and not (diff or records) and engine.output is None:
+            writer = TableWriter(view, stdout_console(), table_cells)
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                                       show_hidden=show_hidden or diff,
                                       on_problem=problems.append,
@@ -132,6 +137,8 @@ def replay_command(
                     writer.write(r)
             finally:  # what was decoded before an error is still written
                 writer.close()
+            if fmt == "table" and writer.count == 0:
+                err.print("no records in that range", markup=False)
         else:
             _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view)
     if out.written:
@@ -234,8 +241,17 @@ def _status(r: ReplayedRecord) -> str:
     return f"[yellow]beyond LSO[/]{pin}"
 
 
-def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
-    out = stdout_console()
+def table_cells(r: ReplayedRecord) -> list[str]:
+    """A record's offset, timestamp, pid/epoch and status cells in ``replay``'s table."""
+    pid = "-" if r.producer_id < 0 else f"{r.producer_id}/{r.producer_epoch}"
+    return [str(r.record.offset), iso_ms(r.record.timestamp), pid, _status(r)]
+
+
+def _render_table(items: Iterable[ReplayedRecord], *, records: bool,
+                  out: Console | None = None, chunk: int = CHUNK) -> None:
+    """The table in Python, ``chunk`` rows sized together (``TableWriter`` gives the same
+    text from the C formatter's rows without ``--records``)."""
+    out = out or stdout_console()
     count = 0
 
     def new_table() -> FitTable:
@@ -248,19 +264,18 @@ def _render_table(items: Iterable[ReplayedRecord], *, records: bool) -> None:
 
     table = new_table()
     for r in items:
-        pid = "-" if r.producer_id < 0 else f"{r.producer_id}/{r.producer_epoch}"
-        row = [str(r.record.offset), iso_ms(r.record.timestamp), pid, _status(r)]
+        row = table_cells(r)
         if records:  # keys, values and headers rendered only when shown
             d = r.to_dict()
             row += [shorten(d["key"], 40), shorten(d["value"], 100),
                     ",".join(f"{h['key']}={h.get('value')}" for h in d["headers"]) or "-"]
         table.add_row(*row)
         count += 1
-        if table.row_count >= 500:
-            table.render(out, note=count == 500)
+        if table.row_count >= chunk:
+            table.render(out, note=count == chunk)
             table = new_table()
     if table.row_count:
-        table.render(out, note=count <= 500)
+        table.render(out, note=count <= chunk)
     if count == 0:
         stderr_console().print("no records in that range", markup=False)
 

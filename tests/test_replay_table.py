@@ -1,0 +1,89 @@
+"""``replay``'s table from the C formatter's rows (``TableWriter``) is the text of the Python
+table (``_render_table``: each record classified, chunks of rows rendered by FitTable, plain
+or through rich), on consoles of every width, with and without colours, on segments of
+batches of every codec, decision and fetch bound (tests/formats/test_record_format.py's
+batches), and chunks small enough that a segment spans several; and ``iso_column`` is
+``iso_ms`` on any int64."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from kafkatx.analysis.consumer_view import classify
+from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.replay_cmd import _render_table, table_cells
+from kafkatx.cli.replay_table import TableWriter, iso_column
+from kafkatx.formats.batchscan import scan_v2_run
+from kafkatx.semantics.read_committed import CODE_ABORTED, CODE_DELIVER, DECISIONS
+from tests.formats.test_record_format import _exact, _view, batches
+
+
+def _console(width: int, colour: bool) -> Console:
+    return Console(file=io.StringIO(), width=width, color_system="truecolor" if colour else None,
+                   force_terminal=colour, no_color=not colour, highlight=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(batches(), min_size=1, max_size=6), st.data())
+def test_table_rows_from_the_formatter_print_as_the_python_table(parts: list[bytes],
+                                                                  draw: st.DataObject) -> None:
+    data = b"".join(parts)
+    headers, _, _ = scan_v2_run(data, 0, len(data))
+    n = len(headers)
+    rows = np.arange(n)
+    codes = np.array(draw.draw(st.lists(st.sampled_from([CODE_DELIVER, CODE_ABORTED]),
+                                        min_size=n, max_size=n)), dtype=np.int8)
+    beyond = np.array(draw.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    base = int(headers.base_offset.min()) if n else 0
+    lo = base + draw.draw(st.integers(0, 30))
+    hi = draw.draw(st.one_of(st.none(), st.integers(base, base + 2**41)))
+    view = _view(base + draw.draw(st.integers(0, 60)), draw.draw(st.booleans()))
+    width = draw.draw(st.sampled_from([20, 40, 60, 80, 220]))
+    colour = draw.draw(st.booleans())
+    chunk = draw.draw(st.sampled_from([1, 3, 7, 500]))
+    fast_out, slow_out = _console(width, colour), _console(width, colour)
+    fast = TableWriter(view, fast_out, table_cells, chunk=chunk)
+
+    def python_records(batch_rows: list[int]) -> list:  # what replay_segment decodes itself
+        out = []
+        for j in batch_rows:
+            for rec in _exact(data[int(headers.position[j]):]) or []:
+                if rec.offset < lo:
+                    continue
+                if hi is not None and rec.offset > hi:
+                    return [*out, None]
+                out.append(classify(rec, 7, 1, True, DECISIONS[int(codes[j])],
+                                    bool(beyond[j]), view, None, None))
+        return out
+
+    run = fast.segment(data, headers, rows, codes, beyond, lo, hi, "f")
+    i = 0
+    while i < n:
+        i, stopped = run(i, n)
+        if stopped or i >= n:
+            break
+        left = python_records([i])
+        for r in left:
+            if r is not None:
+                fast.write(r)
+        if left and left[-1] is None:
+            break
+        i += 1
+    fast.close()
+    slow = [r for r in python_records(rows.tolist()) if r is not None]
+    _render_table(slow, records=False, out=slow_out, chunk=chunk)
+    assert fast.count == len(slow)
+    assert fast_out.file.getvalue() == slow_out.file.getvalue()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-5, 2**43),
+                          st.integers(253402300799990, 253402300800010)), min_size=1,
+                max_size=20))
+def test_iso_column_is_iso_ms(timestamps: list[int]) -> None:
+    assert iso_column(np.array(timestamps, dtype=np.int64)) == [iso_ms(t) for t in timestamps]
