@@ -87,3 +87,10 @@ def test_table_rows_from_the_formatter_print_as_the_python_table(parts: list[byt
                 max_size=20))
 def test_iso_column_is_iso_ms(timestamps: list[int]) -> None:
     assert iso_column(np.array(timestamps, dtype=np.int64)) == [iso_ms(t) for t in timestamps]
+
+
+def test_no_emoji_name_is_two_digits() -> None:
+    """What fast_chunk_text relies on to show ISO timestamps (``T12:34:56``) unchecked."""
+    from rich._emoji_codes import EMOJI
+
+    assert not [name for name in EMOJI if len(name) == 2 and name.isdigit()]
