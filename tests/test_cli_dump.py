@@ -253,3 +253,16 @@ def test_a_coordinator_record_of_an_unknown_value_version_is_an_invalid_record(
     assert problem["position"] == second.position and second.position > 61
     log = part / "00000000000000000000.log"
     assert f"{log}:{problem['position']}: invalid_record: offset 1:" in proc.stderr
+
+
+def test_a_filter_writes_no_entries_it_cannot_select() -> None:
+    """Checkpoints, partition.metadata, meta.properties and quorum-state carry no producer and
+    no record offset; index entries carry no producer: under a filter none is written."""
+    kinds = {i["kind"] for i in jsonl("--transactional-id", "checkout",
+                                      str(FIX / "served" / "hanging"))}
+    assert kinds == {"batch", "producer"}
+    kinds = {i["kind"] for i in jsonl("--producer-id", "4003", str(P0))}
+    assert kinds <= {"batch", "producer", "aborted_txn"} and "batch" in kinds
+    kinds = {i["kind"] for i in jsonl("--from-offset", "19", "--to-offset", "21", str(P0))}
+    assert "index_entry" in kinds or "time_index_entry" in kinds
+    assert not kinds & {"checkpoint_entry", "leader_epoch_entry", "partition_metadata"}

@@ -109,6 +109,12 @@ class DumpFilter:
     def filters_producers(self) -> bool:
         return self.producer_ids is not None or self.producer_epoch is not None
 
+    @property
+    def selects(self) -> bool:
+        """Any filter given: only items that carry what it selects on are written."""
+        return (self.filters_producers or self.transactional_id is not None
+                or self.from_offset is not None or self.to_offset is not None)
+
 
 @dataclass(slots=True)
 class DumpStats:
@@ -176,6 +182,8 @@ def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool,
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
         return
+    if flt.selects and kind in _UNSELECTABLE_FILES:
+        return  # no producer, no record offset: nothing in it can be what a filter selects
     # Bytes, not text: each reader says which line is not UTF-8, as a problem of the file.
     data = file_bytes(path)
     if kind in _ONE_VALUE_FILES:
@@ -212,6 +220,9 @@ def _every_entry(e: Any, flt: DumpFilter) -> bool:
 
 
 def _offset_in_range(e: Any, flt: DumpFilter) -> bool:
+    """An index entry names an offset, not a producer: a producer filter selects none."""
+    if flt.filters_producers or flt.transactional_id is not None:
+        return False
     return flt.offsets_overlap(e.offset, e.offset)
 
 
@@ -237,6 +248,9 @@ _ENTRY_FILES: dict[str, tuple[Callable[[bytes, str, int | None], Any], str, str,
     "leader_epoch_checkpoint": (lambda data, file, _: checkpoints.read_leader_epoch_checkpoint(
         data, path=file), "leader_epoch_entry", "invalid_checkpoint", _every_entry),
 }
+# Files whose entries carry neither a producer nor a record offset: not written under a filter.
+_UNSELECTABLE_FILES = frozenset({"offset_checkpoint", "leader_epoch_checkpoint",
+                                 "partition_metadata", "quorum_state", "meta_properties"})
 # kind (also the item's kind) -> (reader, the problem's kind when it does not read)
 _ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
     "partition_metadata": (checkpoints.read_partition_metadata, "invalid_checkpoint"),

@@ -11,6 +11,7 @@ discards, how to export them (``kafkatx dump``) and to confirm on the live clust
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,7 @@ def test_committed_hang_names_the_markers_and_what_an_abort_discards(sc: Scenari
     assert "none writes the missing COMMIT marker" in hang.message
     r = hang.remediation
     assert r is not None
-    assert r.startswith(f"export the records first: kafkatx dump {sc.root / 'p-2'} "
+    assert r.startswith(f"export the records first: kafkatx dump {sc.root / 'p-2'}/*.log "
                         "--producer-id 7101 --from-offset 1 --to-offset 3 --records "
                         "--format jsonl > p-2-txn-7101-1-broker.jsonl")
     assert "lagging replica" in r and "find-hanging --topic p --partition 2" in r
@@ -67,20 +68,23 @@ def test_committed_hang_names_the_markers_and_what_an_abort_discards(sc: Scenari
 
 
 def test_the_export_command_exports_exactly_the_committed_records(sc: Scenario) -> None:
-    """The ``kafkatx dump`` line of the remediation, run: the transaction's batches, records
-    decoded (``--records``), nothing else."""
+    """The ``kafkatx dump`` line of the remediation, run by a shell as printed (its
+    ``PARTITION_DIR/*.log`` glob): the transaction's batches, records decoded (``--records``),
+    and nothing else (no index, snapshot or checkpoint entries)."""
     dropped_marker(sc)
     (hang,) = of_kind(sc.inspect().findings, "hanging_transaction")
     assert hang.remediation is not None
     command = hang.remediation.split("export the records first: ", 1)[1].split(" > ", 1)[0]
-    args = command.split()[1:]  # after "kafkatx"
-    proc = subprocess.run([sys.executable, "-m", "kafkatx", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    assert command.startswith("kafkatx dump ")
+    path = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env=path)
     assert proc.returncode == 0, proc.stderr
-    batches = [o for o in map(json.loads, proc.stdout.splitlines()) if o["kind"] == "batch"]
-    assert [(b["base_offset"], b["last_offset"], b["producer_id"]) for b in batches] == [
+    items = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert {o["kind"] for o in items} == {"batch"}
+    assert [(b["base_offset"], b["last_offset"], b["producer_id"]) for b in items] == [
         (1, 3, 7101)]
-    assert [r["offset"] for r in batches[0]["records"]] == [1, 2, 3]
+    assert [r["offset"] for r in items[0]["records"]] == [1, 2, 3]
 
 
 def test_an_aborted_hang_keeps_the_plain_abort() -> None:

@@ -14,6 +14,7 @@ batch for a partition never added to the transaction), ``set_broker_config``.
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 import shlex
@@ -533,7 +534,10 @@ def run_remedy(text: str, bootstrap: str, tools: KafkaTools, workdir: Path) -> R
     for command in remedy_commands(text):
         if command[0] == "kafkatx":
             target = command[command.index(">") + 1]
-            result = kafkatx(*command[1:command.index(">")])
+            # a shell's pathname expansion of the export's PARTITION_DIR/*.log
+            args = [match for arg in command[1:command.index(">")]
+                    for match in (sorted(glob.glob(arg)) if "*" in arg else [arg])]
+            result = kafkatx(*args)
             assert result.returncode == 0, result.stderr
             (workdir / target).write_text(result.stdout)
             done.exported[target] = [json.loads(line) for line in result.stdout.splitlines()]

@@ -294,7 +294,8 @@ def committed_hang(f: Finding, v: DataVerdict, c: CoordinatorTransaction | None,
                 if start > t.first_offset else "")
         copy = Path(f.location).parent.name if f.location else "copy"
         first = Step(f"export the records first{gone}",
-                     f"kafkatx dump {f.location} --producer-id {t.producer_id} --from-offset "
+                     f"kafkatx dump {f.location}/*.log --producer-id {t.producer_id} "
+                     f"--from-offset "
                      f"{start} --to-offset {t.last_data_offset} --records --format jsonl > "
                      f"{v.topic}-{v.partition}-txn-{t.producer_id}-{t.first_offset}"
                      f"-{copy}.jsonl")
