@@ -41,6 +41,25 @@ class BrokerError(RuntimeError):
     """The broker did not start, stop or take a command as asked."""
 
 
+def serve_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str | None:
+    """The next line ``kafkatx serve`` prints on stdout (``listening on HOST:PORT`` first), read
+    without blocking past ``timeout_s``; None if the process exits or the time runs out first."""
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    line = b""
+    try:
+        while not line.endswith(b"\n"):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                return None
+            if sel.select(0.1):
+                line += os.read(proc.stdout.fileno(), 1)
+    finally:
+        sel.close()
+    return line.decode().strip()
+
+
 class KafkaBroker:
     """A ``kafkatx serve`` process on ``host`` with its log dir and fault control."""
 
@@ -211,22 +230,11 @@ class KafkaBroker:
     # -- plumbing ------------------------------------------------------------------------------
 
     def _line(self, prefix: str) -> str:
-        assert self.proc is not None and self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        line = b""
-        try:
-            while not line.endswith(b"\n"):
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.kill()
-                    raise BrokerError(f"kafkatx serve did not start:\n{self.serve_log()}")
-                if sel.select(0.1):
-                    chunk = os.read(self.proc.stdout.fileno(), 1)
-                    line += chunk
-        finally:
-            sel.close()
-        text = line.decode().strip()
+        assert self.proc is not None
+        text = serve_line(self.proc, START_TIMEOUT_S)
+        if text is None:
+            self.kill()
+            raise BrokerError(f"kafkatx serve did not start:\n{self.serve_log()}")
         if not text.startswith(prefix):
             raise BrokerError(f"expected {prefix!r} from kafkatx serve, got {text!r}")
         return text

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kafkatx.testing import serve_line
 
 START_TIMEOUT_S = 45.0  # a loaded 2-core CI machine recovering a killed log dir
 STOP_TIMEOUT_S = 15.0
@@ -47,20 +46,11 @@ class ServeProcess:
         return self
 
     def _first_line(self) -> str:
-        assert self.proc is not None and self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        line = b""
-        try:
-            while not line.endswith(b"\n"):
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise AssertionError(f"kafkatx serve did not start:\n{self.stderr()}")
-                if sel.select(0.1):
-                    line += os.read(self.proc.stdout.fileno(), 1)
-        finally:
-            sel.close()
-        return line.decode().strip()
+        assert self.proc is not None
+        text = serve_line(self.proc, START_TIMEOUT_S)
+        if text is None:
+            raise AssertionError(f"kafkatx serve did not start:\n{self.stderr()}")
+        return text
 
     def stop(self) -> int:
         """SIGTERM, wait, return the exit status."""
