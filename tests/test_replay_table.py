@@ -2,8 +2,8 @@
 table (``_render_table``: each record classified, chunks of rows rendered by FitTable, plain
 or through rich), on consoles of every width, with and without colours, on segments of
 batches of every codec, decision and fetch bound (tests/formats/test_record_format.py's
-batches), and chunks small enough that a segment spans several; and ``iso_column`` is
-``iso_ms`` on any int64."""
+batches), and chunks small enough that a segment spans several; and the C formatter's
+table mode writes timestamps as ``iso_ms`` does, refusing what it cannot vouch for."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from rich.console import Console
 from kafkatx.analysis.consumer_view import classify
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.replay_cmd import _render_table, table_cells
-from kafkatx.cli.replay_table import TableWriter, iso_column
+from kafkatx.cli.replay_table import TableWriter
 from kafkatx.formats.batchscan import scan_v2_run
+from kafkatx.formats.record_batch import Record, build_batch
+from kafkatx.formats.record_format import Templates, format_batch
 from kafkatx.semantics.read_committed import CODE_ABORTED, CODE_DELIVER, DECISIONS
 from tests.formats.test_record_format import _exact, _view, batches
 
@@ -82,11 +84,22 @@ def test_table_rows_from_the_formatter_print_as_the_python_table(parts: list[byt
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-5, 2**43),
-                          st.integers(253402300799990, 253402300800010)), min_size=1,
-                max_size=20))
-def test_iso_column_is_iso_ms(timestamps: list[int]) -> None:
-    assert iso_column(np.array(timestamps, dtype=np.int64)) == [iso_ms(t) for t in timestamps]
+@given(st.lists(st.one_of(st.integers(-2**62, 2**62), st.integers(-5, 2**43),
+                          st.sampled_from([0, 2**42 - 1, 2**42, 951782400000, 4107542399999])),
+                min_size=1, max_size=20))
+def test_table_mode_timestamps_are_iso_ms(timestamps: list[int]) -> None:
+    """The C formatter's table mode writes each timestamp as ``iso_ms`` does, or refuses the
+    batch (left to the Python table) when one is outside what it vouches for."""
+    records = [Record(offset=k, timestamp=t, key=None, value=None)
+               for k, t in enumerate(timestamps)]
+    data = build_batch(records, producer_id=7, producer_epoch=1, base_sequence=0)
+    headers, _, _ = scan_v2_run(data, 0, len(data))
+    out = format_batch(data, headers, 0, Templates(b"", b" ", b"", b"\n", b"\n", table=True))
+    if not all(0 <= t < 2**42 for t in timestamps):
+        assert out is None
+        return
+    assert out is not None
+    assert out.text == "".join(f"{k} {iso_ms(t)}\n" for k, t in enumerate(timestamps))
 
 
 def test_no_emoji_name_is_two_digits() -> None:

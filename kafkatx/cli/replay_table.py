@@ -2,13 +2,13 @@
 
 :class:`TableWriter` is the ``formatter`` of ``consumer_view.replay_segment`` as
 :class:`~kafkatx.cli.replay_writer.ReplayWriter` is for jsonl, with templates that make the C
-extension write ``TEMPLATE OFFSET TIMESTAMP <key, value, headers> LOW_OR_HIGH`` a line; the
+extension write ``OFFSET ISO-TIMESTAMP CELLS`` a line (its table mode); the
 producer and status cells of each template are cut from the Python rendering of a sample
 record (``replay_cmd.table_cells``), so the two paths cannot disagree on them. Rows are
 printed in chunks of :data:`CHUNK`, each sized on its own cells exactly as
 :class:`~kafkatx.cli.render.FitTable` sizes it; a chunk :func:`fast_chunk_text` cannot tell
 (colours, cells that are not plain ASCII, a table wider than the console) goes to FitTable.
-tests/cli/test_replay_table.py proves the text equal to FitTable's.
+tests/test_replay_table.py proves the text equal to FitTable's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import numpy as np
 from rich.console import Console
 
 from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
-from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.plain_table import cell_text
 from kafkatx.cli.render import TABLE_GAP, Col, FitTable
 from kafkatx.cli.replay_writer import ReplayWriter
@@ -30,19 +29,6 @@ from kafkatx.semantics.read_committed import Decision
 CHUNK = 500  # rows sized and printed together
 COLUMNS = (Col("offset", "right"), Col("timestamp (UTC)", give_way=1),
            Col("pid/epoch", "right"), Col("status", wrap=True))
-# Python's iso_ms goes through a float of seconds: exact to the millisecond below 2**42 ms
-_NUMPY_ISO_BELOW = 1 << 42
-
-
-def iso_column(timestamps: np.ndarray) -> list[str]:
-    """``iso_ms`` of each timestamp (ms), through numpy where that gives the same text."""
-    plain = (timestamps >= 0) & (timestamps < _NUMPY_ISO_BELOW)
-    texts = np.datetime_as_string(np.where(plain, timestamps, 0).astype("datetime64[ms]"),
-                                  unit="ms").tolist()
-    if plain.all():
-        return [t + "Z" for t in texts]
-    return [t + "Z" if ok else iso_ms(int(ts))
-            for t, ok, ts in zip(texts, plain.tolist(), timestamps.tolist(), strict=True)]
 
 
 def _integers(texts: list[str]) -> np.ndarray:
@@ -90,6 +76,7 @@ class TableWriter(ReplayWriter):
     def __init__(self, consumer: ConsumerView, out: Console,
                  cells: Callable[[ReplayedRecord], list[str]], *, chunk: int = CHUNK) -> None:
         super().__init__("jsonl", consumer, _Discard())
+        self.mode = 2  # the C formatter's table rows
         self.chunk = chunk
         self.console = out
         self.cells = cells
@@ -107,20 +94,18 @@ class TableWriter(ReplayWriter):
         self._print_full()
 
     def add_lines(self, text: str) -> None:
-        """Rows of ``TEMPLATE OFFSET TIMESTAMP ... L`` lines written by the C formatter (L: 0
-        below the template's split offset, 1 from it)."""
+        """Rows of ``OFFSET TIMESTAMP K`` lines written by the C formatter's table mode (the
+        timestamp as ``iso_ms`` writes it; K: twice the template, plus 1 from its split
+        offset)."""
         if not text:
             return
-        lines = text.split("\n")
-        lines.pop()  # after the last newline
-        parts = [line.split(" ", 3) for line in lines]
-        templates = _integers([p[0] for p in parts])
-        high = np.frombuffer("".join([line[-1] for line in lines]).encode(), np.uint8) == 49
+        parts = text.split()
+        cells = _integers(parts[2::3])
         offsets, timestamps, pids, statuses = self.columns
-        offsets += [p[1] for p in parts]
-        timestamps += iso_column(_integers([p[2] for p in parts]))
-        pids += self._pid_cells[templates].tolist()
-        statuses += self._status_cells[templates * 2 + high].tolist()
+        offsets += parts[0::3]
+        timestamps += parts[1::3]
+        pids += self._pid_cells[cells >> 1].tolist()
+        statuses += self._status_cells[cells].tolist()
         self._print_full()
 
     def close(self) -> None:
@@ -163,7 +148,8 @@ class TableWriter(ReplayWriter):
         self._pid_cells = np.append(self._pid_cells, np.array([low[2]], dtype=object))
         self._status_cells = np.append(self._status_cells,
                                        np.array([low[3], high[3]], dtype=object))
-        return Templates(f"{k} ".encode(), b" ", b" ", b" 0\n", b" 1\n", split)
+        return Templates(b"", b" ", b"", f" {2 * k}\n".encode(), f" {2 * k + 1}\n".encode(),
+                         split, table=True)
 
 
 class _RowSink:
@@ -185,4 +171,4 @@ class _Discard:
         return False
 
 
-__all__ = ["CHUNK", "COLUMNS", "TableWriter", "fast_chunk_text", "iso_column"]
+__all__ = ["CHUNK", "COLUMNS", "TableWriter", "fast_chunk_text"]

@@ -63,6 +63,7 @@ class ReplayWriter:
         self.out = BufferedText(out)
         self.count = 0
         self._templates: dict[tuple[Any, ...], Templates] = {}
+        self.mode = int(fmt == "csv")  # the C formatter's: 0 JSON, 1 CSV, 2 table
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         if fmt == "csv":
             self.out.put(self._csv_line(CSV_COLUMNS))
@@ -139,7 +140,7 @@ class ReplayWriter:
                 if _format_batches is not None:
                     text, written, stopped, i = _format_batches(
                         data, len(row_list), *columns, index, packed, min_offset, high,
-                        self.fmt == "csv", i, end)
+                        self.mode, i, end)
                     self.out.put(text.decode("utf-8"))
                     self.count += written
                     if stopped:

@@ -1,15 +1,15 @@
 /*
  * kafkatx.formats._batchscan.format_records -- the records of a v2 batch written straight out
- * as JSON lines or CSV rows, without a Python object per record.
+ * as JSON lines, CSV rows or replay's table rows, without a Python object per record.
  *
  *   format_records(data, count, base_offset, base_timestamp, max_timestamp, log_append_time,
- *                  min_offset, max_offset, stop_at_max, csv, prefix, mid_timestamp, mid_key,
+ *                  min_offset, max_offset, stop_at_max, mode, prefix, mid_timestamp, mid_key,
  *                  suffix_low, suffix_high, split_offset, separator)
  *       -> (bytes, records_written, stopped) | None
  *
  *   format_batches(buf, n, position, size, attributes, records_count, base_offset,
  *                  base_timestamp, max_timestamp, template, templates, min_offset,
- *                  max_offset, csv, start, stop) -> (bytes, records_written, stopped, row)
+ *                  max_offset, mode, start, stop) -> (bytes, records_written, stopped, row)
  *
  * format_records over rows [start, stop) of n batches of a segment `buf` (the columns int64
  * arrays of n items; `size` the whole batch's; `template` an index into `templates`, tuples
@@ -39,6 +39,11 @@
  *         default ", " and ": " separators), each quoted as csv.writer's QUOTE_MINIMAL does
  *         (a field holding a comma, a quote or a LF is quoted, quotes doubled). A text field
  *         holding a CR is refused (None): csv's rule for it differs between Python versions.
+ *   table: prefix OFFSET mid_timestamp ISO suffix (replay's table rows: ISO as iso_ms writes
+ *         it, a batch with a timestamp outside [0, 2**42) ms refused; key, value and headers
+ *         decoded and checked, not written).
+ *
+ * `mode` is 0 (JSON), 1 (CSV) or 2 (table); a bool is taken for the first two.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -340,12 +345,51 @@ typedef struct {
 
 #define PUT_TEXT(o, t) put((o), (t).p, (t).n)
 
-/* One record; 0 written or skipped, 1 refused, -1 Python error. `emit` 0: decode only. */
+enum { MODE_JSON, MODE_CSV, MODE_TABLE };
+
+/* ISO-8601 UTC with milliseconds, as kafkatx.analysis.timefmt.iso_ms writes a timestamp in
+ * [0, ISO_BELOW): civil-from-days (proleptic Gregorian) of the day count. */
+#define ISO_BELOW (1LL << 42)  /* iso_ms' float seconds are exact to the ms below it */
+
+static int put_iso_ms(out_t *o, long long ms)
+{
+    long long days = ms / 86400000LL, in_day = ms % 86400000LL;
+    long long z = days + 719468, era = z / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    long long day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
+    long long year = yoe + era * 400 + (month <= 2);
+    long long fields[7] = {year, month, day, in_day / 3600000, in_day / 60000 % 60,
+                           in_day / 1000 % 60, in_day % 1000};
+    static const int digits[7] = {4, 2, 2, 2, 2, 2, 3};
+    static const char after[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+    if (reserve(o, 24) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    for (int f = 0; f < 7; f++) {
+        long long v = fields[f];
+        for (int d = digits[f] - 1; d >= 0; d--) {
+            w[d] = (char)('0' + v % 10);
+            v /= 10;
+        }
+        w += digits[f];
+        *w++ = after[f];
+    }
+    o->len += 24;
+    return 0;
+}
+
+/* One record; 0 written or skipped, 1 refused, -1 Python error. `emit` 0: decode only.
+ * `mode` MODE_JSON, MODE_CSV or MODE_TABLE (prefix OFFSET mid_timestamp ISO-TIMESTAMP suffix,
+ * no key, value or headers written; a timestamp iso_ms does not write as ISO is refused). */
 static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_t *t,
                          long long base_offset, long long base_timestamp,
-                         long long max_timestamp, int log_append, int csv, int emit,
+                         long long max_timestamp, int log_append, int mode, int emit,
                          long long *offset_out)
 {
+    int csv = mode == MODE_CSV;
     int64_t length;
     if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p)
         return 1;
@@ -366,7 +410,13 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
     span_t key, value;
     if (read_span(&body, &key) < 0 || read_span(&body, &value) < 0)
         return 1;
-    if (emit) {
+    if (emit && mode == MODE_TABLE) {
+        if (timestamp < 0 || timestamp >= ISO_BELOW)
+            return 1;
+        if (PUT_TEXT(o, t->prefix) < 0 || put_ll(o, offset) < 0 ||
+            PUT_TEXT(o, t->mid_timestamp) < 0 || put_iso_ms(o, timestamp) < 0)
+            return -1;
+    } else if (emit) {
         if (PUT_TEXT(o, t->prefix) < 0 || put_ll(o, offset) < 0 ||
             PUT_TEXT(o, t->mid_timestamp) < 0 || put_ll(o, timestamp) < 0 ||
             PUT_TEXT(o, t->mid_key) < 0)
@@ -389,7 +439,7 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
             return r;
     }
     /* CSV quotes the headers' JSON as one field; a record not written is only checked. */
-    out_t *h = (csv || !emit) ? scratch : o;
+    out_t *h = (mode != MODE_JSON || !emit) ? scratch : o;
     if (h == scratch)
         scratch->len = 0;
     int r = put_headers(h, &body, csv);
@@ -406,7 +456,7 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
 
 typedef struct {
     long long min_offset, max_offset;
-    int stop_at_max, csv;
+    int stop_at_max, mode;
 } window_t;
 
 /* The records section of one batch appended to `o` (taken back out when refused): 0, 1
@@ -429,7 +479,7 @@ static int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,
             return -1;
         long long offset = 0;
         result = format_record(&c, o, scratch, t, base_offset, base_timestamp, max_timestamp,
-                               log_append, w->csv, emit, &offset);
+                               log_append, w->mode, emit, &offset);
         if (result != 0 || !emit)
             continue;
         if (offset < w->min_offset) {
@@ -475,9 +525,9 @@ PyObject *format_records(PyObject *self, PyObject *args)
     long long base_offset, base_timestamp, max_timestamp, split;
     int log_append;
     window_t w;
-    if (!PyArg_ParseTuple(args, "y*nLLLpLLppy*y*y*y*y*Ly*", &view, &count, &base_offset,
+    if (!PyArg_ParseTuple(args, "y*nLLLpLLpiy*y*y*y*y*Ly*", &view, &count, &base_offset,
                           &base_timestamp, &max_timestamp, &log_append, &w.min_offset,
-                          &w.max_offset, &w.stop_at_max, &w.csv, &prefix, &mid_timestamp,
+                          &w.max_offset, &w.stop_at_max, &w.mode, &prefix, &mid_timestamp,
                           &mid_key, &suffix_low, &suffix_high, &split, &separator))
         return NULL;
     templates_t t = {text_of(&prefix), text_of(&mid_timestamp), text_of(&mid_key),
@@ -523,10 +573,10 @@ PyObject *format_batches(PyObject *self, PyObject *args)
     PyObject *templates;
     Py_ssize_t n, start, stop;
     window_t w = {0, 0, 1, 0};
-    if (!PyArg_ParseTuple(args, "y*ny*y*y*y*y*y*y*y*O!LLpnn", &view, &n, &cols[POSITION],
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*y*y*y*y*y*O!LLinn", &view, &n, &cols[POSITION],
                           &cols[SIZE], &cols[ATTRIBUTES], &cols[COUNT], &cols[BASE_OFFSET],
                           &cols[BASE_TIMESTAMP], &cols[MAX_TIMESTAMP], &cols[TEMPLATE],
-                          &PyTuple_Type, &templates, &w.min_offset, &w.max_offset, &w.csv,
+                          &PyTuple_Type, &templates, &w.min_offset, &w.max_offset, &w.mode,
                           &start, &stop))
         return NULL;
     const int64_t *col[N_COLUMNS];

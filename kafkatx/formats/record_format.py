@@ -50,6 +50,12 @@ class Templates:
     split: int = INT64_MIN
     csv: bool = False
     separator: bytes = b""
+    table: bool = False  # prefix OFFSET mid_timestamp ISO suffix (replay's table rows)
+
+    @property
+    def mode(self) -> int:
+        """The C formatter's mode: 0 JSON, 1 CSV, 2 table."""
+        return 2 if self.table else int(self.csv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +97,7 @@ def format_records_at(buf: bytes | memoryview, position: int, size: int, attribu
     t = templates
     out = _format(data, count, base_offset, base_timestamp, max_timestamp,
                   attributes & TIMESTAMP_TYPE_MASK != 0, min_offset, max_offset, stop_at_max,
-                  t.csv, t.prefix, t.mid_timestamp, t.mid_key, t.suffix_low, t.suffix_high,
+                  t.mode, t.prefix, t.mid_timestamp, t.mid_key, t.suffix_low, t.suffix_high,
                   t.split, t.separator)
     if out is None:
         return None
