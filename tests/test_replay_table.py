@@ -21,8 +21,8 @@ from kafkatx.cli.replay_table import TableWriter
 from kafkatx.formats.batchscan import scan_v2_run
 from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.record_format import Templates, format_batch
-from kafkatx.semantics.read_committed import CODE_ABORTED, CODE_DELIVER, DECISIONS
-from tests.formats.test_record_format import _exact, _view, batches
+from kafkatx.semantics.read_committed import DECISIONS
+from tests.formats.test_record_format import _exact, batches, segment_case
 
 
 def _console(width: int, colour: bool) -> Console:
@@ -34,17 +34,9 @@ def _console(width: int, colour: bool) -> Console:
 @given(st.lists(batches(), min_size=1, max_size=6), st.data())
 def test_table_rows_from_the_formatter_print_as_the_python_table(parts: list[bytes],
                                                                   draw: st.DataObject) -> None:
-    data = b"".join(parts)
-    headers, _, _ = scan_v2_run(data, 0, len(data))
+    data, headers, codes, beyond, lo, hi, view = segment_case(parts, draw)
     n = len(headers)
     rows = np.arange(n)
-    codes = np.array(draw.draw(st.lists(st.sampled_from([CODE_DELIVER, CODE_ABORTED]),
-                                        min_size=n, max_size=n)), dtype=np.int8)
-    beyond = np.array(draw.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
-    base = int(headers.base_offset.min()) if n else 0
-    lo = base + draw.draw(st.integers(0, 30))
-    hi = draw.draw(st.one_of(st.none(), st.integers(base, base + 2**41)))
-    view = _view(base + draw.draw(st.integers(0, 60)), draw.draw(st.booleans()))
     width = draw.draw(st.sampled_from([20, 40, 60, 80, 220]))
     colour = draw.draw(st.booleans())
     chunk = draw.draw(st.sampled_from([1, 3, 7, 500]))

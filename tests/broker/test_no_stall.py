@@ -88,6 +88,14 @@ def _admin(server: ServeProcess) -> AdminClient:
     return AdminClient({"bootstrap.servers": server.bootstrap, "log_level": 0})
 
 
+def _wait_removed(server: ServeProcess, topic: str) -> None:
+    """Until no partition dir of the deleted ``topic`` is left (removed in the background)."""
+    deadline = time.monotonic() + 120
+    while any(server.log_dir.glob(f"{topic}-*")):
+        assert time.monotonic() < deadline, f"the partitions of {topic!r} were never removed"
+        time.sleep(0.1)
+
+
 def test_a_long_clean_stalls_no_connection(server: ServeProcess) -> None:
     admin = _admin(server)
     for future in admin.create_topics([NewTopic("compact-me", 1, 1, config={
@@ -148,10 +156,7 @@ def test_creating_and_deleting_thousands_of_partitions_stalls_no_connection(
                                           request_timeout=120).values():
             future.result(120)
 
-        deadline = time.monotonic() + 120
-        while any(server.log_dir.glob("wide-*")):
-            assert time.monotonic() < deadline, "the partitions of 'wide' were never removed"
-            time.sleep(0.1)
+        _wait_removed(server, "wide")
 
     deleted = probing(server.port, delete)
     assert deleted.slowest < LATENCY_LIMIT_S, (
@@ -169,8 +174,5 @@ def test_a_topic_deleted_while_its_logs_are_still_being_created_is_deleted(
     for future in admin.delete_topics(["short-lived"], operation_timeout=120,
                                       request_timeout=120).values():
         future.result(120)
-    deadline = time.monotonic() + 120
-    while any(server.log_dir.glob("short-lived-*")):
-        assert time.monotonic() < deadline, "the partitions of 'short-lived' were never removed"
-        time.sleep(0.1)
+    _wait_removed(server, "short-lived")
     assert "short-lived" not in admin.list_topics(timeout=30).topics

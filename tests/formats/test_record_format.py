@@ -87,6 +87,23 @@ def _view(high_watermark: int, pinned: bool) -> ConsumerView:
                         index_source="file", pinning=(7, 1, 3) if pinned else None)
 
 
+def segment_case(parts: list[bytes], draw: st.DataObject) -> tuple[
+        bytes, HeaderColumns, np.ndarray, np.ndarray, int, int | None, ConsumerView]:
+    """A segment of ``parts`` as a replay meets it: its scanned headers, each batch's drawn
+    decision (deliver or aborted) and beyond-the-HW flag, a fetch window [lo, hi] and a view."""
+    data = b"".join(parts)
+    headers, _, _ = scan_v2_run(data, 0, len(data))
+    n = len(headers)
+    codes = np.array(draw.draw(st.lists(st.sampled_from([CODE_DELIVER, CODE_ABORTED]),
+                                        min_size=n, max_size=n)), dtype=np.int8)
+    beyond = np.array(draw.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    base = int(headers.base_offset.min()) if n else 0
+    lo = base + draw.draw(st.integers(0, 30))
+    hi = draw.draw(st.one_of(st.none(), st.integers(base, base + 2**41)))
+    view = _view(base + draw.draw(st.integers(0, 60)), draw.draw(st.booleans()))
+    return data, headers, codes, beyond, lo, hi, view
+
+
 def _exact(data: bytes) -> list[Record] | None:
     try:
         return list(iter_records(data, 0, parse_header(data, 0)))
@@ -204,17 +221,9 @@ def test_segments_format_as_python_renders_them(parts: list[bytes], fmt: str,
                                                 draw: st.DataObject) -> None:
     """``ReplayWriter.segment``: many batches per C call, compressed ones one at a time, the
     rest left to the caller, as ``consumer_view.replay_segment`` drives it."""
-    data = b"".join(parts)
-    headers, _, _ = scan_v2_run(data, 0, len(data))
+    data, headers, codes, beyond, lo, hi, view = segment_case(parts, draw)
     n = len(headers)
     rows = np.arange(n)
-    codes = np.array(draw.draw(st.lists(st.sampled_from([CODE_DELIVER, CODE_ABORTED]),
-                                        min_size=n, max_size=n)), dtype=np.int8)
-    beyond = np.array(draw.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
-    base = int(headers.base_offset.min()) if n else 0
-    lo = base + draw.draw(st.integers(0, 30))
-    hi = draw.draw(st.one_of(st.none(), st.integers(base, base + 2**41)))
-    view = _view(base + draw.draw(st.integers(0, 60)), draw.draw(st.booleans()))
     fast_out, slow_out = io.StringIO(), io.StringIO()
     fast, slow = ReplayWriter(fmt, view, fast_out), ReplayWriter(fmt, view, slow_out)
     run = fast.segment(data, headers, rows, codes, beyond, lo, hi, "f")
