@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
-from kafkatx.analysis.coordinator import CoordinatorRecord
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import iso_ms as iso
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 from kafkatx.formats.transaction_log import TransactionLogValue, TransactionState
 from kafkatx.semantics import transaction_states as rules
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.coordinator import CoordinatorRecord
 
 COMMIT = "COMMIT"
 ABORT = "ABORT"

@@ -28,15 +28,6 @@ from kafkatx.semantics.producer_state_load import LoadFailure, replay, replay_ro
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.partition_files import EvidenceFiles, load_checkpoints
 
-FORGOTTEN = "forgotten"  # a transaction outcome: open as found, forgotten by the load
-AS_FOUND = "as_found"
-AFTER_RESTART = "after_restart"
-VIEW_LINES = {
-    AS_FOUND: "view: as found (what the broker served when these files were taken)",
-    AFTER_RESTART: "view: after restart (what a broker starting on exactly these files serves "
-                   "once it has loaded them)",
-}
-
 
 def _rows_of(scan: SegmentScan, keep: np.ndarray) -> SegmentScan:
     """``scan`` reduced to the rows ``keep`` (ascending), without its problems. The load replays

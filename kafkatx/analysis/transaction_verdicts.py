@@ -33,9 +33,8 @@ data transactions often have no coordinator record left; they are shown from the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
-from kafkatx.analysis.coordinator import CoordinatorRecord, CoordinatorView
 from kafkatx.analysis.coordinator_transactions import (
     _COMPLETE,
     _PREPARE,
@@ -55,6 +54,10 @@ from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.coordinator import CoordinatorRecord, CoordinatorView
 
 SKEW_MS = 2_000  # clock difference tolerated between a coordinator and a partition leader
 ALL_EPOCHS = 1 << 16  # above every epoch: a producer id retired altogether

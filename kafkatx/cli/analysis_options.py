@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kafkatx.analysis.metadata_settings import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
+from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND
 from kafkatx.cli.now_option import NOW_HELP, NowParam, default_now
 from kafkatx.cli.output import stderr_console
 from kafkatx.cli.output_path import check_output_file, format_for_output, stdout_to, suffix_format

@@ -7,22 +7,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from rich.cells import cell_len
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.analysis.restart_view import AFTER_RESTART, VIEW_LINES
 from kafkatx.analysis.timefmt import duration, iso_ms
+from kafkatx.analysis.view_names import AFTER_RESTART, VIEW_LINES
 from kafkatx.cli.output import glyph, stderr_console, stdout_console
 from kafkatx.cli.plain_table import plain_table_text
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
+
+if TYPE_CHECKING:  # rich is imported by what draws (a table, findings), not by --format json
+    from rich.console import Console
+    from rich.table import Table
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +41,16 @@ WRAP_MIN = 16  # a wrapped column is left at least this wide (or its longest wor
 WRAP_WORD = 24  # longer words (a record's contents) are folded rather than kept whole
 
 
+def escape(text: str) -> str:
+    """rich's markup escape of ``text``."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def _plain(text: str) -> str:
+    from rich.text import Text
+
     return Text.from_markup(text).plain if "[" in text else text
 
 
@@ -69,6 +76,8 @@ class FitTable:
 
     def _widths(self) -> tuple[list[int], list[int]]:
         """(natural, least) width of each column's content."""
+        from rich.cells import cell_len
+
         natural, least = [], []
         for i, col in enumerate(self.columns):
             texts = [_plain(cells[i]) for cells, _ in self.rows]
@@ -84,6 +93,8 @@ class FitTable:
 
     def fit(self, width: int) -> tuple[Table, list[str], int]:
         """The table for ``width`` columns, the columns left out, and its width."""
+        from rich.table import Table
+
         _, least = self._widths()
         shown = list(range(len(self.columns)))
 

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from kafkatx.analysis.coordinator_transactions import PartitionEntry, tp_name
-from kafkatx.analysis.restart_view import AFTER_RESTART, AS_FOUND
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.analysis.timeline import Selection, Timeline, TimelineTransaction
+from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND
 from kafkatx.cli.analysis_options import (
     EngineCliOptions,
     NowParam,

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkatx.analysis.timeline import Selection
 from kafkatx.engines.local import AnalysisOptions, Inspection, Progress
 from kafkatx.errors import KafkatxError
 from kafkatx.storage.discovery import PartitionDir
 
 if TYPE_CHECKING:  # the replay's types: imported by the commands that replay
     from kafkatx.analysis.consumer_view import BatchFormatter, ConsumerView, ReplayedRecord
+    from kafkatx.analysis.timeline import Selection
     from kafkatx.semantics.read_committed import IsolationLevel
 
 LOCAL = "local"

@@ -19,10 +19,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkatx.analysis.timefmt import iso_ms
-from kafkatx.analysis.timeline import Selection
 from kafkatx.engines.base import SPARK, Engine, EngineConfig
 from kafkatx.engines.cluster_metadata import join_inspection
 from kafkatx.engines.factory import open_engine, resolve_engine_name
@@ -32,6 +31,9 @@ from kafkatx.storage.capture_time import newest_mtime_ms
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, PartitionDir, discover
 from kafkatx.storage.filesystems import canonical, is_inside, is_uri
 from kafkatx.storage.manifest import Manifest, recording
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.timeline import Selection
 
 CAPTURE = "capture"  # --now: when the evidence was captured (its newest file time)
 DATA = "data"  # --now: the newest record of each partition

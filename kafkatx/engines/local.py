@@ -25,7 +25,6 @@ from kafkatx.analysis.checks import (
     segment_checks,
 )
 from kafkatx.analysis.cleaned import cleaned_end, cleaning_evidence_end
-from kafkatx.analysis.coordinator import CoordinatorView
 from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.metadata_settings import (
@@ -39,16 +38,8 @@ from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, ReplayResult
 from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
 from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
-from kafkatx.analysis.restart_view import (
-    AFTER_RESTART,
-    AS_FOUND,
-    FORGOTTEN,
-    RestartPrediction,
-    predict_restart,
-    restart_findings,
-)
 from kafkatx.analysis.stable_offsets import StableOffsets
-from kafkatx.analysis.timeline import Selection, Timeline
+from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND, FORGOTTEN
 from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
@@ -70,6 +61,9 @@ from kafkatx.storage.files import open_bytes
 
 if TYPE_CHECKING:
     from kafkatx.analysis.consumer_view import BatchFormatter, ConsumerView, ReplayedRecord
+    from kafkatx.analysis.coordinator import CoordinatorView
+    from kafkatx.analysis.restart_view import RestartPrediction
+    from kafkatx.analysis.timeline import Selection, Timeline
     from kafkatx.semantics.read_committed import IsolationLevel
 
 Progress = Callable[[int], None]  # called with bytes scanned
@@ -280,6 +274,9 @@ def analyze_partition(
     state = loaded.state
     prediction = None
     if options.predict_restart or options.view == AFTER_RESTART:
+        # the model of the log load: loaded only for the restart view and its findings
+        from kafkatx.analysis.restart_view import predict_restart, restart_findings
+
         found_aborts = [e for read in txn_indexes.values() for e in read.entries]
         prediction = predict_restart(pdir, replay,
                                      high_watermark=(None if high_watermark_at_log_end
@@ -460,7 +457,7 @@ def start_inspection(
                                              num_partitions=options.transaction_state_partitions,
                                              max_timeout_ms=options.max_transaction_timeout_ms,
                                              keep_timeline=keep_timeline,
-                                             selection=selection or Selection(),
+                                             selection=selection,
                                              followers=follower_paths(result.replica_sets))
     checkpoints: dict[int, list[RootOffsets]] = {}
     for log_dir in disc.log_dirs:

@@ -12,10 +12,10 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.checks.transactions import open_finding
-from kafkatx.analysis.coordinator import CoordinatorView, coordinator_view
 from kafkatx.analysis.coordinator_checks import evidence, rules
 from kafkatx.analysis.coordinator_transactions import (
     CoordinatorTransaction,
@@ -28,7 +28,6 @@ from kafkatx.analysis.metadata_settings import metadata_partition_count
 from kafkatx.analysis.replica_authority import REPLICATED_KINDS
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
-from kafkatx.analysis.timeline import Selection, Timeline, TimelineBuilder, add_replica_findings
 from kafkatx.analysis.transaction_verdicts import (
     HANGING,
     ORPHAN,
@@ -40,6 +39,10 @@ from kafkatx.analysis.transaction_verdicts import (
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 from kafkatx.storage.discovery import Discovery, PartitionDir
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.coordinator import CoordinatorView
+    from kafkatx.analysis.timeline import Selection, Timeline, TimelineBuilder
 
 __all__ = ["CoordinatorChecks"]
 
@@ -63,9 +66,12 @@ class CoordinatorChecks:
         self.join = TransactionJoin(view)
         self.now_ms = now_ms
         self.newest_ms = view.newest_timestamp_ms if view is not None else -1
-        self.builder = (TimelineBuilder(self.join, present=present,
-                                        selection=selection or Selection())
-                        if keep_timeline else None)
+        self.builder: TimelineBuilder | None = None
+        if keep_timeline:  # the timeline's modules: loaded only for a timeline
+            from kafkatx.analysis.timeline import Selection, TimelineBuilder
+
+            self.builder = TimelineBuilder(self.join, present=present,
+                                           selection=selection or Selection())
         self._committed_hangs: list[tuple[Finding, list[Finding], DataVerdict,
                                           CoordinatorTransaction | None,
                                           list[OffsetCommit], int]] = []  # + log start
@@ -85,9 +91,12 @@ class CoordinatorChecks:
         has_coordinator = any(p.topic == COORDINATOR_TOPIC for p in pdirs)
         metadata = (metadata_partition_count(disc, COORDINATOR_TOPIC)
                     if has_coordinator and num_partitions is None else None)
-        view = (coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
-                                 include_segment_damage=False, metadata_partitions=metadata)
-                if has_coordinator else None)
+        view = None
+        if has_coordinator:  # the coordinator's decoders: loaded only for its partitions
+            from kafkatx.analysis.coordinator import coordinator_view
+
+            view = coordinator_view(pdirs, now_ms=now_ms, num_partitions=num_partitions,
+                                    include_segment_damage=False, metadata_partitions=metadata)
         return cls(view, present={(p.topic, p.partition) for p in pdirs}, now_ms=now_ms,
                    keep_timeline=keep_timeline, selection=selection,
                    max_timeout_ms=max_timeout_ms, followers=followers)
@@ -298,6 +307,8 @@ class CoordinatorChecks:
         partitions it shows when a selection narrows it)."""
         if self.builder is None:
             return None
+        from kafkatx.analysis.timeline import Selection, add_replica_findings
+
         tl = self.builder.build(self.reference_ms())
         add_replica_findings(tl, replica_findings,
                              only_shown=self.builder.selection != Selection())

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.coordinator_transactions import ABORT, COMMIT, Marker, OffsetCommit
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
-from kafkatx.analysis.timeline import Lane
 from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.record_batch import ControlType, RecordBatch
@@ -22,6 +22,9 @@ from kafkatx.formats.segment import read_entry
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.readers import segment_buffer
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.timeline import Lane
 
 _LONE = ("empty_transaction",)
 
@@ -69,6 +72,8 @@ def _marker_at(buf: bytes | memoryview, pos: int, path: str) -> Marker | None:
 
 
 def lane_of(pdir: PartitionDir, ctx: PartitionContext) -> Lane:
+    from kafkatx.analysis.timeline import Lane  # a timeline's: not loaded without one
+
     replay, stable = ctx.replay, ctx.stable
     lso = stable.last_stable_offset
     holder = next((t for t in replay.transactions
