@@ -6,8 +6,9 @@ setup(
     ext_modules=[
         Extension(
             "kafkatx.formats._batchscan",
-            ["kafkatx/formats/_batchscan.c", "kafkatx/formats/_recordfmt.c"],
-            depends=["kafkatx/formats/_varint.h"],
+            ["kafkatx/formats/_batchscan.c", "kafkatx/formats/_recordfmt.c",
+             "kafkatx/formats/_recordcols.c"],
+            depends=["kafkatx/formats/_varint.h", "kafkatx/formats/_recordfmt.h"],
             optional=True,
             extra_compile_args=["-O3"],
         )

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import csv
-import os
 import sys
-from collections.abc import Iterable, Iterator
-from types import TracebackType
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -32,10 +30,10 @@ from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
 from kafkatx.cli.progress import output_progress
 from kafkatx.cli.render import Col, FitTable, print_view_line, shorten
+from kafkatx.cli.replay_parquet import ParquetRecords
 from kafkatx.cli.replay_table import CHUNK, TableWriter
 from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
-from kafkatx.engines.tables import RECORDS, record_row, records_table
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import discover, high_watermarks, log_start_offsets
 
@@ -106,7 +104,7 @@ def replay_command(
     level = IsolationLevel.READ_COMMITTED if diff else IsolationLevel(isolation)
     size = sum(s.log_size for s in pdir.segments)
     with open_engine(engine.config, input_bytes=size) as runner, \
-            _records_output(engine.output) as out, output_progress(size, "replaying", err) as bar:
+            ParquetRecords(engine.output) as out, output_progress(size, "replaying", err) as bar:
         bar.label(pdir.name)
         view = runner.consumer_view(pdir, isolation=level, high_watermark=hw,
                                     as_of_offset=as_of_offset, index_source=index_source,
@@ -117,98 +115,44 @@ def replay_command(
             print_view_line(view.view)
         _print_header(err, view)
         problems: list[str] = []
-        # jsonl/csv straight to stdout: whole batches formatted at once (--output keeps
-        # every record as an object, for Parquet)
+        # jsonl/csv/table straight to stdout: whole batches formatted at once (and decoded
+        # into columns for --output's Parquet)
         writer: ReplayWriter | None = None
-        if fmt in ("jsonl", "csv") and not diff and engine.output is None:
+        if fmt in ("jsonl", "csv") and not diff:
             writer = ReplayWriter(fmt, view, sys.stdout)
-        elif fmt == "table" and not (diff or records) and engine.output is None:
+        elif fmt == "table" and not (diff or records):
             writer = TableWriter(view, stdout_console(), table_cells)
+        formatter = None if writer is None else writer.segment
+        if formatter is not None and engine.output is not None:
+            formatter = out.tee_formatter(formatter, view)
         items = runner.replay_records(pdir, view, from_offset=from_offset, to_offset=to_offset,
                                       show_hidden=show_hidden or diff,
                                       on_problem=problems.append,
                                       # --output keeps every record: decode them all then
                                       only_hidden=diff and engine.output is None,
-                                      formatter=None if writer is None else writer.segment,
-                                      on_bytes=bar.advance)
+                                      formatter=formatter, on_bytes=bar.advance)
         if writer is not None:
             try:
                 for r in items:
+                    out.add(r)
                     writer.write(r)
             finally:  # what was decoded before an error is still written
                 writer.close()
             if fmt == "table" and writer.count == 0:
                 err.print("no records in that range", markup=False)
         else:
-            _render(out.tee(items), diff=diff, fmt=fmt, records=records, view=view)
+            _render(out.tee(items), diff=diff, fmt=fmt, records=records)
     if out.written:
         err.print(f"wrote {out.written}", markup=False)
     for p in problems:
         err.print(f"kafkatx: problem: {p}", markup=False)
 
 
-def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool,
-            view: ConsumerView) -> None:
+def _render(items: Iterable[ReplayedRecord], *, diff: bool, fmt: str, records: bool) -> None:
     if diff:
         _render_diff((r for r in items if not r.visible and r.reason != BEYOND_HW), fmt)
-    elif fmt in ("jsonl", "csv"):
-        writer = ReplayWriter(fmt, view, sys.stdout)
-        for r in items:
-            writer.write(r)
-        writer.close()
     else:
         _render_table(items, records=records)
-
-
-class _RecordsOutput:
-    """``--output``: every replayed record streamed into ``PATH/records.parquet`` (pyarrow,
-    on the driver, whichever engine decoded the records)."""
-
-    BATCH = 10_000
-
-    def __init__(self, target: str | None) -> None:
-        self.target = target
-        self.written: str | None = None
-        self._writer: Any = None
-        self._rows: list[dict[str, Any]] = []
-
-    def __enter__(self) -> _RecordsOutput:
-        return self
-
-    def tee(self, items: Iterable[ReplayedRecord]) -> Iterator[ReplayedRecord]:
-        for r in items:
-            if self.target is not None:
-                self._rows.append(record_row(r.to_dict()))
-                if len(self._rows) >= self.BATCH:
-                    self._flush()
-            yield r
-        # Records the renderer did not pull (it stops early only on errors) are not written.
-
-    def _flush(self) -> None:
-        import pyarrow.parquet as pq
-
-        table = records_table(self._rows)
-        self._rows = []
-        if self._writer is None:
-            assert self.target is not None
-            os.makedirs(self.target.removeprefix("file://"), exist_ok=False)
-            self.written = os.path.join(self.target.removeprefix("file://"),
-                                        f"{RECORDS}.parquet")
-            self._writer = pq.ParquetWriter(self.written, table.schema)
-        self._writer.write_table(table)
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if self.target is None:
-            return
-        if exc is None and (self._rows or self._writer is None):
-            self._flush()
-        if self._writer is not None:
-            self._writer.close()
-
-
-def _records_output(target: str | None) -> _RecordsOutput:
-    return _RecordsOutput(target)
 
 
 def _print_header(err: Any, view: ConsumerView) -> None:

@@ -15,7 +15,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,51 @@ def blank(v: Any) -> Any:
     return "" if v is None else v
 
 
+T = TypeVar("T")
+TemplateKey = tuple[int, int, bool, Decision, bool]
+
+
+def batch_templates(headers: HeaderColumns, rows: np.ndarray, codes: np.ndarray,
+                    beyond: np.ndarray, template_for: Callable[[TemplateKey], T]
+                    ) -> tuple[list[T | None], np.ndarray]:
+    """The distinct (producer id, epoch, transactional, decision, beyond) of the batches at
+    ``rows`` -- all a record's fields beside its own depend on -- each with the caller's
+    template (None for an aborted batch within the fetch bound: each of its records' aborted
+    transaction is looked up on its own offset), and each batch's index into them (-1: None)."""
+    # One int64 per batch for what its text depends on (sorting records is ~50x slower):
+    # producer (by rank), epoch, transactional, decision code (< 4), beyond.
+    pids, pid_rank = np.unique(headers.producer_id[rows], return_inverse=True)
+    combined = pid_rank.reshape(-1).astype(np.int64) << 20
+    combined |= (headers.producer_epoch[rows].astype(np.int64) & 0xFFFF) << 4
+    combined |= headers.is_transactional[rows].astype(np.int64) << 3
+    combined |= codes.astype(np.int64) << 1
+    combined |= beyond.astype(np.int64)
+    unique, inverse = np.unique(combined, return_inverse=True)
+    templates: list[T | None] = []
+    for k in unique.tolist():
+        epoch = (k >> 4) & 0xFFFF
+        decision = DECISIONS[(k >> 1) & 3]
+        key = (int(pids[k >> 20]), epoch - 0x10000 if epoch >= 0x8000 else epoch,
+               bool(k >> 3 & 1), decision, bool(k & 1))
+        if decision == Decision.ABORTED and not key[4]:
+            templates.append(None)
+        else:
+            templates.append(template_for(key))
+    template_of = np.array([-1 if t is None else k for k, t in enumerate(templates)],
+                           dtype=np.int64)
+    index = template_of[inverse.reshape(-1)] if templates else np.empty(0, np.int64)
+    return templates, index
+
+
+def batch_columns(headers: HeaderColumns, rows: np.ndarray) -> list[np.ndarray]:
+    """The header fields of the batches at ``rows`` the C extension's segment walkers take:
+    position, whole size, attributes, records count, base offset, base and max timestamp."""
+    return [np.ascontiguousarray(c, dtype=np.int64) for c in (
+        headers.position[rows], headers.batch_length[rows] + 12, headers.attributes[rows],
+        headers.records_count[rows], headers.base_offset[rows],
+        headers.base_timestamp[rows], headers.max_timestamp[rows])]
+
+
 class ReplayWriter:
     """Replayed records as jsonl (``view`` added to each) or csv (with its header row)."""
 
@@ -80,10 +125,8 @@ class ReplayWriter:
         ``max_offset`` was met; None when this batch must go through :meth:`write`."""
         if decision == Decision.ABORTED and not beyond:
             return None  # each record's aborted transaction is looked up on its own offset
-        key = (producer_id, producer_epoch, is_transactional, decision, beyond)
-        templates = self._templates.get(key)
-        if templates is None:
-            templates = self._templates[key] = self._make_templates(*key)
+        templates = self._template(
+            (producer_id, producer_epoch, is_transactional, decision, beyond))
         done = format_batch(data, headers, row, templates, min_offset=min_offset,
                             max_offset=INT64_MAX if max_offset is None else max_offset,
                             path=path)
@@ -101,35 +144,8 @@ class ReplayWriter:
         extension many at a time; a compressed batch one at a time (:meth:`batch`); a batch
         neither takes is left to the caller."""
         high = INT64_MAX if max_offset is None else max_offset
-        # One int64 per batch for what its text depends on (sorting records is ~50x slower):
-        # producer (by rank), epoch, transactional, decision code (< 4), beyond.
-        pids, pid_rank = np.unique(headers.producer_id[rows], return_inverse=True)
-        combined = pid_rank.reshape(-1).astype(np.int64) << 20
-        combined |= (headers.producer_epoch[rows].astype(np.int64) & 0xFFFF) << 4
-        combined |= headers.is_transactional[rows].astype(np.int64) << 3
-        combined |= codes.astype(np.int64) << 1
-        combined |= beyond.astype(np.int64)
-        unique, inverse = np.unique(combined, return_inverse=True)
-        templates: list[Templates | None] = []
-        for k in unique.tolist():
-            epoch = (k >> 4) & 0xFFFF
-            decision = DECISIONS[(k >> 1) & 3]
-            key = (int(pids[k >> 20]), epoch - 0x10000 if epoch >= 0x8000 else epoch,
-                   bool(k >> 3 & 1), decision, bool(k & 1))
-            past = key[4]
-            if decision == Decision.ABORTED and not past:
-                templates.append(None)  # each record's aborted transaction is its own
-                continue
-            if key not in self._templates:
-                self._templates[key] = self._make_templates(*key)
-            templates.append(self._templates[key])
-        template_of = np.array([-1 if t is None else k for k, t in enumerate(templates)],
-                               dtype=np.int64)
-        index = template_of[inverse.reshape(-1)] if templates else np.empty(0, np.int64)
-        columns = [np.ascontiguousarray(c, dtype=np.int64) for c in (
-            headers.position[rows], headers.batch_length[rows] + 12, headers.attributes[rows],
-            headers.records_count[rows], headers.base_offset[rows],
-            headers.base_timestamp[rows], headers.max_timestamp[rows])]
+        templates, index = batch_templates(headers, rows, codes, beyond, self._template)
+        columns = batch_columns(headers, rows)
         packed = tuple((t.prefix, t.mid_timestamp, t.mid_key, t.suffix_low, t.suffix_high,
                         t.split) if t is not None else (b"", b"", b"", b"", b"", 0)
                        for t in templates)
@@ -164,6 +180,12 @@ class ReplayWriter:
 
     def close(self) -> None:
         self.out.flush()
+
+    def _template(self, key: tuple[int, int, bool, Decision, bool]) -> Templates:
+        templates = self._templates.get(key)
+        if templates is None:
+            templates = self._templates[key] = self._make_templates(*key)
+        return templates
 
     def _text(self, r: ReplayedRecord) -> str:
         d = r.to_dict()

@@ -575,6 +575,9 @@ static PyObject *decode_records(PyObject *self, PyObject *args)
     return out;
 }
 
+/* _recordcols.c */
+PyObject *record_columns(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"scan_v2", scan_v2, METH_VARARGS,
      "scan_v2(buf, start, end, capacity, out_position, out_base_offset, out_batch_length, "
@@ -598,6 +601,11 @@ static PyMethodDef methods[] = {
      "base_timestamp, max_timestamp, template, templates, min_offset, max_offset, csv, start, "
      "stop) -> (bytes, written, stopped, next_row): format_records over rows of batches "
      "(see _recordfmt.c)."},
+    {"record_columns", record_columns, METH_VARARGS,
+     "record_columns(buf, n, position, size, attributes, records_count, base_offset, "
+     "base_timestamp, max_timestamp, template, min_offset, max_offset, start, stop, "
+     "max_bytes) -> (next_row, stopped, reason, buffers): the records of rows of batches as "
+     "Arrow column buffers (see _recordcols.c)."},
     {NULL, NULL, 0, NULL},
 };
 

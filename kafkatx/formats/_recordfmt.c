@@ -51,18 +51,9 @@
 #include <string.h>
 
 #include "_varint.h"
+#include "_recordfmt.h"
 
-#define RECORDS_START 61        /* the v2 batch header: records follow it */
-#define COMPRESSION_BITS 0x07
-#define LOG_APPEND_TIME_BIT 0x08
-
-typedef struct {
-    char *buf;
-    Py_ssize_t len;
-    Py_ssize_t cap;
-} out_t;
-
-static int reserve(out_t *o, Py_ssize_t more)
+int reserve(out_t *o, Py_ssize_t more)
 {
     if (o->len + more <= o->cap)
         return 0;
@@ -105,11 +96,9 @@ static int put_ll(out_t *o, long long v)
     return put(o, w, (Py_ssize_t)(tmp + sizeof tmp - w));
 }
 
-enum { FIELD_NULL, FIELD_TEXT, FIELD_BINARY };
-
 /* render_bytes' choice for bytes that are not null: text iff valid UTF-8 whose characters are
  * all printable (str.isprintable) or a tab, CR or LF. -1 on a Python error. */
-static int classify(const uint8_t *p, Py_ssize_t n)
+int classify(const uint8_t *p, Py_ssize_t n)
 {
     int ascii = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -142,7 +131,7 @@ static int classify(const uint8_t *p, Py_ssize_t n)
 }
 
 /* Whether p[0:n] is valid UTF-8 (header keys are strings: construct refuses anything else). */
-static int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error)
+int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error)
 {
     Py_ssize_t i = 0;
     while (i < n && p[i] < 0x80)
@@ -195,7 +184,7 @@ static int put_json_text(out_t *o, const uint8_t *p, Py_ssize_t n)
     return 0;
 }
 
-static int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n)
+int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n)
 {
     static const char abc[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
