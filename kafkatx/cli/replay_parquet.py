@@ -190,9 +190,9 @@ class ParquetRecords:
             return
         schema = self._records_schema()
         if not self._constants:
-            self._constants = {k: pa.array([s[k] for s in self._samples],
-                                           type=schema.field(k).type) for k in BATCH_FIELDS}
-        take = pa.array(side)
+            self._constants = {k: _constant(pa, schema.field(k).type, [s[k] for s in self._samples])
+                               for k in BATCH_FIELDS}
+        take = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(side)])
         header_type = schema.field("headers").type
         m = len(buffers[14])
         header_values = pa.StructArray.from_arrays(
@@ -256,6 +256,25 @@ class ParquetRecords:
             self._flush()
         if self._writer is not None:
             self._writer.close()
+
+
+def _constant(pa: Any, kind: Any, values: list[Any]) -> Any:
+    """``values`` (ints, bools or strings, None for null) as an Arrow array of ``kind``, built
+    from its buffers: ``pa.array`` would import pandas (~0.4 CPU-s) to look for a frame."""
+    valid = np.array([v is not None for v in values], dtype=bool)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if pa.types.is_string(kind):
+        data = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(len(values) + 1, dtype=np.int32)
+        np.cumsum([len(d) for d in data], out=offsets[1:])
+        buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    elif pa.types.is_boolean(kind):
+        buffers = [bitmap, pa.py_buffer(np.packbits([bool(v) for v in values],
+                                                    bitorder="little"))]
+    else:
+        buffers = [bitmap, pa.py_buffer(np.array([v or 0 for v in values],
+                                                 dtype=kind.to_pandas_dtype()))]
+    return pa.Array.from_buffers(kind, len(values), buffers)
 
 
 def _text(n: int, offsets: bytes, data: bytes, kind: bytes) -> Any:
