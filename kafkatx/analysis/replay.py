@@ -28,9 +28,9 @@ from kafkatx.analysis.replay_result import (
     SnapshotCheckpoint,
     Transaction,
 )
+from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC
-from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.semantics.producer_state import (
     AppendOrigin,

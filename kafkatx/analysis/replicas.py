@@ -21,7 +21,7 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replica_authority import ReplicaSet, position, replica_sets
 from kafkatx.errors import UnreadableFileError
 from kafkatx.formats.batch_layout import TRANSACTIONAL_FLAG
-from kafkatx.formats.record_batch import ControlType
+from kafkatx.formats.batch_values import ControlType
 from kafkatx.semantics.leader_epochs import truncation_offset
 from kafkatx.storage.discovery import Discovery, PartitionDir
 from kafkatx.storage.readers import scan_segment_file

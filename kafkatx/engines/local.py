@@ -44,7 +44,6 @@ from kafkatx.engines.partition_files import partition_file_findings, root_checkp
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
-from kafkatx.formats.record_validation import record_problems
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import TxnIndexRead, read_txn_index
@@ -138,6 +137,8 @@ def _scan(path: Path) -> SegmentScan:
 
 def _with_record_problems(path: Path, scan: SegmentScan) -> SegmentScan:
     """``scan`` with an ``invalid_batch`` problem for each batch whose records do not decode."""
+    from kafkatx.formats.record_validation import record_problems  # decodes with construct
+
     with open_bytes(path) as data:
         found = record_problems(data, scan)
     if not found:

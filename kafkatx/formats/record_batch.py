@@ -9,7 +9,6 @@ bits, ``incrementSequence``), ``DefaultRecord`` (varint record layout), ``Contro
 from __future__ import annotations
 
 import base64
-import enum
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,9 +33,17 @@ from kafkatx.formats.batch_layout import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
 )
+from kafkatx.formats.batch_values import (
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    ControlType,
+    increment_sequence,
+)
 from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.primitives import (
-    INT32_MAX,
     Int8,
     Int16,
     Int32,
@@ -49,13 +56,6 @@ from kafkatx.formats.primitives import (
     read_varint,
     read_varlong,
 )
-
-# The header's layout is kafkatx.formats.batch_layout's; these names are the parser's API.
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
-NO_TIMESTAMP = -1
 
 _CONTROL_KEY_STRUCT = struct.Struct(">hh")
 _END_TXN_MARKER_STRUCT = struct.Struct(">hi")
@@ -77,30 +77,11 @@ _CONTROL_KEY = c.Struct("version" / Int16, "type" / Int16)
 _END_TXN_MARKER_VALUE = c.Struct("version" / Int16, "coordinator_epoch" / Int32)
 
 
-class ControlType(enum.IntEnum):
-    """Kafka's ``ControlRecordType`` ids."""
-
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
-
-
 def control_type_name(type_id: int) -> str:
     try:
         return ControlType(type_id).name
     except ValueError:
         return "UNKNOWN"
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -19,16 +20,11 @@ import numpy.typing as npt
 from kafkatx.errors import FormatError
 from kafkatx.formats import batchscan
 from kafkatx.formats.batch_layout import RECORD_BATCH_OVERHEAD
+from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.batchscan import HeaderColumns, Release, StopReason, scan_v2_run
-from kafkatx.formats.record_batch import ControlType, RecordBatch, compute_crc, parse_batch
-from kafkatx.formats.segment import (
-    CRC_MISMATCH,
-    SegmentEntry,
-    SegmentProblem,
-    crc_mismatch_message,
-    invalid_batch_problem,
-    read_entry,
-)
+
+if TYPE_CHECKING:  # the exact parsers (construct) load only where the C walk stops or a CRC fails
+    from kafkatx.formats.segment import SegmentEntry, SegmentProblem
 
 NO_CONTROL = -1
 
@@ -50,6 +46,8 @@ class SegmentScan:
 
 def _entry_columns(entry: SegmentEntry) -> HeaderColumns:
     """One row from an entry read by the exact path (a legacy entry has no producer fields)."""
+    from kafkatx.formats.record_batch import RecordBatch
+
     if isinstance(entry, RecordBatch):
         h = entry.header
         row: dict[str, int | bool] = {
@@ -118,6 +116,8 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
             problems.extend(_crc_problems(buf, cols, path))
         if reason == StopReason.END:
             break
+        from kafkatx.formats.segment import read_entry
+
         entry, found, nxt = read_entry(buf, stop, path=path)
         problems.extend(found)
         if entry is not None:
@@ -131,6 +131,9 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
     controls = np.flatnonzero(headers.is_control & (headers.magic == 2)
                               & (headers.records_count > 0))
     for i in _decode_markers(buf, headers, controls, control_type, coordinator_epoch, release):
+        from kafkatx.formats.record_batch import parse_batch
+        from kafkatx.formats.segment import invalid_batch_problem
+
         pos = int(headers.position[i])
         try:
             control = parse_batch(buf, pos, path=path).control
@@ -214,8 +217,14 @@ def _decode_marker_group(buf: bytes | memoryview, headers: HeaderColumns,
 def _crc_problems(
     buf: bytes | memoryview, cols: HeaderColumns, path: str | None
 ) -> list[SegmentProblem]:
+    bad = np.flatnonzero(~cols.crc_valid)
+    if not len(bad):
+        return []
+    from kafkatx.formats.record_batch import compute_crc
+    from kafkatx.formats.segment import CRC_MISMATCH, SegmentProblem, crc_mismatch_message
+
     out = []
-    for i in np.flatnonzero(~cols.crc_valid):
+    for i in bad:
         pos, size = int(cols.position[i]), int(cols.size[i])
         out.append(SegmentProblem(
             kind=CRC_MISMATCH, position=pos, length=size, path=path,

@@ -20,15 +20,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from kafkatx.formats.primitives import INT32_MAX
-from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
-from kafkatx.formats.record_batch import (
+from kafkatx.formats.batch_values import (
+    INT32_MAX,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
     increment_sequence,
 )
+from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 TV_UNKNOWN = -1  # TransactionVersion.TV_UNKNOWN: what data batches and replicated markers carry

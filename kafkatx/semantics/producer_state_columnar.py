@@ -31,8 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kafkatx.formats.primitives import INT32_MAX
-from kafkatx.formats.record_batch import ControlType
+from kafkatx.formats.batch_values import INT32_MAX, ControlType
 from kafkatx.semantics.producer_state import (
     NUM_BATCHES_TO_RETAIN,
     ProducerStateEntry,

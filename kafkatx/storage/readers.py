@@ -11,13 +11,16 @@ import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from kafkatx.formats.checkpoints import LeaderEpochCheckpoint, read_leader_epoch_checkpoint
 from kafkatx.formats.producer_snapshot import ProducerSnapshot, read_producer_snapshot
-from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import TxnIndexRead, read_txn_index
 from kafkatx.storage.files import open_bytes
+
+if TYPE_CHECKING:
+    from kafkatx.formats.segment import SegmentEntry, SegmentProblem
 
 PathLike = str | os.PathLike[str]
 
@@ -45,6 +48,8 @@ def iter_segment_file(path: PathLike, *, decode_records: bool
                       ) -> Iterator[SegmentEntry | SegmentProblem]:
     """A ``.log`` segment's entries one by one (``formats.segment.iter_segment``), the file
     mapped while they are read."""
+    from kafkatx.formats.segment import iter_segment  # the exact parsers: not for a scan
+
     with open_bytes(path) as data:
         yield from iter_segment(data, path=str(path), decode_records=decode_records)
 

@@ -17,8 +17,7 @@ from kafkatx.analysis.coordinator_transactions import ABORT, COMMIT, Marker, Off
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
 from kafkatx.errors import FormatError, KafkatxError
-from kafkatx.formats.record_batch import ControlType, RecordBatch
-from kafkatx.formats.segment import read_entry
+from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.segment_scan import scan_segment
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.readers import segment_buffer
@@ -58,6 +57,9 @@ def lone_markers(ctx: PartitionContext) -> Iterator[Marker]:
 
 
 def _marker_at(buf: bytes | memoryview, pos: int, path: str) -> Marker | None:
+    from kafkatx.formats.record_batch import RecordBatch  # the parsers: only for a batch read
+    from kafkatx.formats.segment import read_entry
+
     entry, _problems, _next = read_entry(buf, pos, path=path)
     if not isinstance(entry, RecordBatch) or entry.control is None:
         return None
@@ -118,6 +120,9 @@ def read_offset_commits(pdir: PartitionDir, txns: list[Transaction]
 
 def _read_segment_commits(buf: bytes | memoryview, path: str, offsets_partition: int,
                           txns: list[Transaction], out: dict[int, list[OffsetCommit]]) -> None:
+    from kafkatx.formats.record_batch import RecordBatch
+    from kafkatx.formats.segment import read_entry
+
     h = scan_segment(buf, path=path).headers
     pids = h.producer_id.tolist()
     bases, lasts = h.base_offset.tolist(), h.last_offset.tolist()

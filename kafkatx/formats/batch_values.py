@@ -1,0 +1,37 @@
+"""The v2 record batch's "none" values, control record types and sequence arithmetic.
+
+Mirrors ``org.apache.kafka.common.record.RecordBatch`` (``NO_PRODUCER_ID`` and the others),
+``ControlRecordType`` and ``DefaultRecordBatch.incrementSequence``. Apart from the parser
+(:mod:`kafkatx.formats.record_batch`, which gives them too) so that the columnar analysis uses
+them without loading construct.
+"""
+
+from __future__ import annotations
+
+import enum
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+INT32_MAX = 2**31 - 1
+
+
+class ControlType(enum.IntEnum):
+    """Kafka's ``ControlRecordType`` ids."""
+
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
