@@ -6,13 +6,16 @@ the documented contract for that kind. Damage is reported as items of kind ``pro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from kafkatx.analysis import dump_lines
+from kafkatx.analysis.dump_lines import HAVE_LINES, SlowItems, kept_rows, line_items
 from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
 from kafkatx.formats import (
     checkpoints,
@@ -57,7 +60,13 @@ from kafkatx.formats.record_format import (
     format_records_at,
 )
 from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment, read_entry
-from kafkatx.formats.segment_scan import NO_CONTROL, SegmentScan, page_releaser, scan_segment
+from kafkatx.formats.segment_scan import (
+    NO_CONTROL,
+    SegmentScan,
+    page_releaser,
+    scan_segment,
+    scan_segment_chunks,
+)
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 from kafkatx.storage.readers import file_bytes, segment_buffer
@@ -151,10 +160,12 @@ def expand_paths(paths: Iterable[str], stats: DumpStats) -> list[Path]:
 
 def dump(
     paths: Iterable[str], flt: DumpFilter, *, records: bool, stats: DumpStats,
-    encoded: bool = False,
+    encoded: bool = False, lines: str | None = None,
 ) -> Iterator[dict]:
     """Yield the dump items of every file under ``paths``; ``encoded``: a data batch's
-    ``records`` may be their JSON text already (``RawJsonList``, for JSON output)."""
+    ``records`` may be their JSON text already (``RawJsonList``, for JSON output); ``lines``
+    too: runs of data batches may come as their items' JSON text already, joined by ``lines``
+    (``{"kind": "encoded", "file", "position", "text"}``, :mod:`kafkatx.analysis.dump_lines`)."""
     for path in expand_paths(paths, stats):
         kind = file_type(path)
         if kind is None:
@@ -165,7 +176,8 @@ def dump(
             continue
         stats.files += 1
         try:
-            for item in _dump_file(path, kind, flt, records=records, encoded=encoded):
+            for item in _dump_file(path, kind, flt, records=records, encoded=encoded,
+                                   lines=lines):
                 if item["kind"] == "problem":
                     stats.problems += 1
                 yield item
@@ -174,10 +186,10 @@ def dump(
 
 
 def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool,
-               encoded: bool) -> Iterator[dict]:
+               encoded: bool, lines: str | None) -> Iterator[dict]:
     file = str(path)
     if kind == "segment":
-        yield from _dump_segment(path, flt, records=records, encoded=encoded)
+        yield from _dump_segment(path, flt, records=records, encoded=encoded, lines=lines)
         return
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
@@ -260,13 +272,20 @@ _ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
 
 
 def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
-                  topic: str | None = None, encoded: bool = False) -> Iterator[dict]:
+                  topic: str | None = None, encoded: bool = False,
+                  lines: str | None = None) -> Iterator[dict]:
     file = str(path)
     topic = topic or internal_topic(path)
     decode = records or topic is not None
     with segment_buffer(path) as data:
         if not decode:
-            yield from _scan_items(scan_segment(data, path=file), flt, file)
+            for scan in _scan_chunks(data, file):
+                yield from _scan_items(scan, flt, file)
+            return
+        if encoded and topic is None and lines is not None and HAVE_LINES:
+            for scan in _scan_chunks(data, file):
+                yield from line_items(data, scan, flt, file, lines,
+                                      _slow_items(data, flt, file), _segment_problem)
             return
         if encoded and topic is None and HAVE_FORMATTER:
             scan = scan_segment(data, path=file)
@@ -278,6 +297,19 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
                 yield _segment_problem(entry, file)
                 continue
             yield from _entry_items(data, entry, topic, flt, file)
+
+
+def _scan_chunks(data: Any, file: str) -> Iterator[SegmentScan]:
+    """The scan of ``data`` a window at a time, each window's mapped pages dropped once its
+    items are out (columns and pages of one window held at once, whatever the segment's
+    size)."""
+    release = page_releaser(data)
+    done = 0
+    for scan in scan_segment_chunks(data, path=file, window=dump_lines.WINDOW):
+        yield scan
+        if release is not None:
+            release(done, scan.size)
+        done = scan.size
 
 
 def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpFilter,
@@ -317,89 +349,106 @@ def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpF
 def _encoded_items(data: bytes, scan: SegmentScan, flt: DumpFilter, file: str
                    ) -> Iterator[dict]:
     """The items of a segment of v2 batches of a data topic, each batch's records already
-    JSON text (``RawJsonList``) from the C formatter; a control batch other than a
-    transaction marker, or one the formatter refuses, through :func:`_entry_items` as
-    before."""
-    low = INT64_MIN if flt.from_offset is None else flt.from_offset
-    high = INT64_MAX if flt.to_offset is None else flt.to_offset
-    attributes = scan.headers.attributes.tolist()
+    JSON text (``RawJsonList``) from the C formatter (:func:`_encoded_batch`)."""
     release = page_releaser(data)  # a mapped segment's pages dropped behind the output
     released = n = 0
-    for row, item in _scan_rows(scan, flt, file):
-        if row is None:
+    encoded = _encoded_batch(data, flt, file)
+    for _, item in _scan_rows(scan, flt, file):
+        if item["kind"] != "batch":
             yield item
             continue
         n += 1
         if release is not None and n % 1024 == 0:
             release(released, item["position"])
             released = item["position"]
+        yield from encoded(item)
+
+
+def _encoded_batch(data: Any, flt: DumpFilter, file: str) -> Callable[[dict], Iterator[dict]]:
+    """The items of a scanned batch's item: its records JSON text (``RawJsonList``) from the C
+    formatter. A control batch other than a transaction marker, a legacy entry, or one the
+    formatter refuses goes through :func:`_entry_items` as before."""
+    low = INT64_MIN if flt.from_offset is None else flt.from_offset
+    high = INT64_MAX if flt.to_offset is None else flt.to_offset
+
+    def items(item: dict) -> Iterator[dict]:
         # A COMMIT/ABORT marker's item is whole from the columns; other control batches (KRaft's)
         # decode their control record through the entry
         marker = item.get("control", {}).get("type") in ("COMMIT", "ABORT")
-        done = None if item["is_control"] and not marker else format_records_at(
-            data, item["position"], item["size"], attributes[row], item["count"],
-            item["base_offset"], item["base_timestamp"], item["max_timestamp"], RECORD_JSON,
-            min_offset=low, max_offset=high, stop_at_max=False, path=file)
+        done = None if item["magic"] != 2 or (item["is_control"] and not marker) else \
+            format_records_at(
+                data, item["position"], item["size"], item["attributes"], item["count"],
+                item["base_offset"], item["base_timestamp"], item["max_timestamp"],
+                RECORD_JSON, min_offset=low, max_offset=high, stop_at_max=False, path=file)
         if done is None:
             entry = read_entry(data, item["position"], path=file)[0]
             assert entry is not None, "the scan read a batch here"
             yield from _entry_items(data, entry, None, flt, file)
-            continue
+            return
+        del item["attributes"]
         item["records"] = RawJsonList(done.text)
         yield item
+
+    return items
+
+
+def _slow_items(data: Any, flt: DumpFilter, file: str) -> SlowItems:
+    """:func:`kafkatx.analysis.dump_lines.line_items`' items of rows the C function leaves."""
+    encoded = _encoded_batch(data, flt, file)
+
+    def items(scan: SegmentScan, rows: npt.NDArray[np.intp]) -> Iterator[dict]:
+        for _, item in _row_items(scan, rows, file):
+            yield from encoded(item)
+
+    return items
 
 
 def _scan_items(scan: SegmentScan, flt: DumpFilter, file: str) -> Iterator[dict]:
     """Batch items straight from the scanned columns (no per-batch parsing), problems in place."""
     for _, item in _scan_rows(scan, flt, file):
+        item.pop("attributes", None)
         yield item
 
 
 def _scan_rows(scan: SegmentScan, flt: DumpFilter, file: str
                ) -> Iterator[tuple[int | None, dict]]:
-    """:func:`_scan_items` with each batch's row in the columns (None for a problem)."""
-    h = scan.headers
-    last = h.last_offset
-    keep = np.ones(len(h), dtype=bool)
-    if flt.from_offset is not None:
-        keep &= last >= flt.from_offset
-    if flt.to_offset is not None:
-        keep &= h.base_offset <= flt.to_offset
-    if flt.producer_ids is not None:
-        keep &= np.isin(h.producer_id, list(flt.producer_ids)) & (h.magic == 2)
-    if flt.producer_epoch is not None:
-        keep &= (h.producer_epoch == flt.producer_epoch) & (h.magic == 2)
-    problems = list(scan.problems)
-    # a name per codec id, looked up once (name_for costs microseconds a batch)
-    codec_names = {c: compression.name_for(c) for c in range(COMPRESSION_MASK + 1)}
+    """:func:`_scan_items` with each batch's row in the columns (None for a problem), a
+    batch's item with its ``attributes`` still in."""
+    problems = scan.problems
     p = 0
-    kept = np.flatnonzero(keep)
-    for chunk in range(0, len(kept), SCAN_ROWS_AT_ONCE):
-        # Python ints for a chunk of rows at a time: a whole segment's would take ~0.5 KB a
-        # batch (1 M batches: 0.5 GB)
-        rows = kept[chunk:chunk + SCAN_ROWS_AT_ONCE]
-        columns = {name: getattr(h, name)[rows].tolist() for name in HeaderColumns.COLUMNS}
-        last_l, last_seq = last[rows].tolist(), h.last_sequence[rows].tolist()
-        size = h.size[rows].tolist()
-        ctl, coord = scan.control_type[rows].tolist(), scan.coordinator_epoch[rows].tolist()
-        for n, i in enumerate(rows.tolist()):
-            item, p = yield from _scan_item(columns, n, last_l, last_seq, size, ctl, coord,
-                                            problems, p, codec_names, file)
-            yield i, item
+    for i, item in _row_items(scan, kept_rows(scan.headers, flt), file):
+        while p < len(problems) and problems[p].position <= item["position"]:
+            yield None, _segment_problem(problems[p], file)
+            p += 1
+        yield i, item
     for problem in problems[p:]:
         yield None, _segment_problem(problem, file)
 
 
+def _row_items(scan: SegmentScan, rows: npt.NDArray[np.intp], file: str
+               ) -> Iterator[tuple[int, dict]]:
+    """The batch item of each of ``rows`` (no problems), with its ``attributes`` (not an
+    item's field: the caller takes it out)."""
+    h = scan.headers
+    # a name per codec id, looked up once (name_for costs microseconds a batch)
+    codec_names = {c: compression.name_for(c) for c in range(COMPRESSION_MASK + 1)}
+    for chunk in range(0, len(rows), SCAN_ROWS_AT_ONCE):
+        # Python ints for a chunk of rows at a time: a whole segment's would take ~0.5 KB a
+        # batch (1 M batches: 0.5 GB)
+        part = rows[chunk:chunk + SCAN_ROWS_AT_ONCE]
+        columns = {name: getattr(h, name)[part].tolist() for name in HeaderColumns.COLUMNS}
+        last_l, last_seq = h.last_offset[part].tolist(), h.last_sequence[part].tolist()
+        size = h.size[part].tolist()
+        ctl, coord = scan.control_type[part].tolist(), scan.coordinator_epoch[part].tolist()
+        for n, i in enumerate(part.tolist()):
+            yield i, _scan_item(columns, n, last_l, last_seq, size, ctl, coord, codec_names,
+                                file)
+
+
 def _scan_item(columns: dict[str, list], i: int, last_l: list, last_seq: list, size: list,
-               ctl: list, coord: list, problems: list[SegmentProblem], p: int,
-               codec_names: dict[int, str], file: str
-               ) -> Generator[tuple[None, dict], None, tuple[dict, int]]:
-    """The item of row ``i`` of a chunk's lists, after the problems before it (yielded);
-    returns it and the index of the next problem."""
+               ctl: list, coord: list, codec_names: dict[int, str], file: str) -> dict:
+    """The item of row ``i`` of a chunk's lists (``attributes`` last, for the caller)."""
     pos = columns["position"][i]
-    while p < len(problems) and problems[p].position <= pos:
-        yield None, _segment_problem(problems[p], file)
-        p += 1
     attrs = columns["attributes"][i]
     magic = columns["magic"][i]
     item = {
@@ -426,7 +475,8 @@ def _scan_item(columns: dict[str, list], i: int, last_l: list, last_seq: list, s
         if coord[i] >= 0 or ctl[i] in (ControlType.ABORT, ControlType.COMMIT):
             control["coordinator_epoch"] = coord[i]
         item["control"] = control
-    return item, p
+    item["attributes"] = attrs
+    return item
 
 
 def _timestamp_type(magic: int, attributes: int) -> str:

@@ -77,16 +77,20 @@ def dump_command(
                      from_offset=from_offset, to_offset=to_offset,
                      transactional_id=transactional_id)
     stats = DumpStats()
-    # JSON output takes each data batch's records as JSON text formatted in C
-    items = dump(paths, flt, records=records, stats=stats, encoded=fmt != "table")
+    # JSON output takes data batches as JSON text formatted in C
+    writer = JsonWriter(sys.stdout, array=fmt == "json")
+    items = dump(paths, flt, records=records, stats=stats, encoded=fmt != "table",
+                 lines=None if fmt == "table" else writer.item_separator)
     with output_progress(_total_size(paths), "decoding", err) as bar:
         items = _advancing(items, bar)
         if fmt == "table":
             _render_tables(items, err)
         else:
-            writer = JsonWriter(sys.stdout, array=fmt == "json")
             try:
                 for item in items:
+                    if item["kind"] == "encoded":
+                        writer.write_encoded(item["text"])
+                        continue
                     writer.write(item)
                     if item["kind"] == "problem":
                         err.print(_problem_line(item), markup=False)
@@ -127,7 +131,9 @@ def _advancing(items: Iterator[dict[str, Any]], bar: ScanProgress) -> Iterator[d
                                    os.path.basename(where)))
             bar.advance(finished)
         n += 1
-        if n % 256 == 0 and "position" in item and item["position"] is not None:
+        # an encoded item holds many batches
+        if ((n % 256 == 0 or item["kind"] == "encoded") and "position" in item
+                and item["position"] is not None):
             bar.advance(item["position"] - done)
             done = item["position"]
         yield item

@@ -140,7 +140,15 @@ class JsonWriter:
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def write(self, item: dict[str, Any]) -> None:
-        text = self._encode_item(item)
+        self.write_encoded(self._encode_item(item))
+
+    @property
+    def item_separator(self) -> str:
+        """What comes between two items' JSON text."""
+        return ",\n" if self.array else "\n"
+
+    def write_encoded(self, text: str) -> None:
+        """Items already JSON text, joined by :attr:`item_separator` (as if written one by one)."""
         if self.array:
             self.out.put(("[\n" if self.first else ",\n") + text)
         else:

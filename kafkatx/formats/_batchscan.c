@@ -601,6 +601,10 @@ static PyMethodDef methods[] = {
      "base_timestamp, max_timestamp, template, templates, min_offset, max_offset, csv, start, "
      "stop) -> (bytes, written, stopped, next_row): format_records over rows of batches "
      "(see _recordfmt.c)."},
+    {"format_dump_batches", format_dump_batches, METH_VARARGS,
+     "format_dump_batches(buf, columns, n, head, item_separator, min_offset, max_offset, "
+     "start, stop, max_bytes) -> (bytes, next_row): dump's JSON items of uncompressed v2 "
+     "batches (see _dumpfmt.c)."},
     {"record_columns", record_columns, METH_VARARGS,
      "record_columns(buf, n, position, size, attributes, records_count, base_offset, "
      "base_timestamp, max_timestamp, template, min_offset, max_offset, start, stop, "

@@ -70,7 +70,7 @@ int reserve(out_t *o, Py_ssize_t more)
     return 0;
 }
 
-static int put(out_t *o, const void *p, Py_ssize_t n)
+int put(out_t *o, const void *p, Py_ssize_t n)
 {
     if (reserve(o, n) < 0)
         return -1;
@@ -79,10 +79,8 @@ static int put(out_t *o, const void *p, Py_ssize_t n)
     return 0;
 }
 
-#define PUT_LIT(o, s) put((o), (s), (Py_ssize_t)(sizeof(s) - 1))
-
 /* Decimal, as Python's int.__repr__ writes it. */
-static int put_ll(out_t *o, long long v)
+int put_ll(out_t *o, long long v)
 {
     char tmp[24];
     char *w = tmp + sizeof tmp;
@@ -322,19 +320,7 @@ static int read_span(cursor_t *c, span_t *s)
     return 0;
 }
 
-typedef struct {
-    const char *p;
-    Py_ssize_t n;
-} text_t;
-
-typedef struct {
-    text_t prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
-    long long split;
-} templates_t;
-
 #define PUT_TEXT(o, t) put((o), (t).p, (t).n)
-
-enum { MODE_JSON, MODE_CSV, MODE_TABLE };
 
 /* ISO-8601 UTC with milliseconds, as kafkatx.analysis.timefmt.iso_ms writes a timestamp in
  * [0, ISO_BELOW): civil-from-days (proleptic Gregorian) of the day count. */
@@ -443,18 +429,13 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
     return offset < t->split ? PUT_TEXT(o, t->suffix_low) : PUT_TEXT(o, t->suffix_high);
 }
 
-typedef struct {
-    long long min_offset, max_offset;
-    int stop_at_max, mode;
-} window_t;
-
 /* The records section of one batch appended to `o` (taken back out when refused): 0, 1
  * refused, -1 Python error; `written` and `stopped` updated. */
-static int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,
-                          long long base_offset, long long base_timestamp,
-                          long long max_timestamp, int log_append, const templates_t *t,
-                          const window_t *w, out_t *o, out_t *scratch, Py_ssize_t *written,
-                          int *stopped)
+int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,
+                   long long base_offset, long long base_timestamp,
+                   long long max_timestamp, int log_append, const templates_t *t,
+                   const window_t *w, out_t *o, out_t *scratch, Py_ssize_t *written,
+                   int *stopped)
 {
     cursor_t c = {data, data + len};
     Py_ssize_t start = o->len, written_here = 0;

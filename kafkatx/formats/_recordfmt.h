@@ -1,12 +1,21 @@
 /*
- * What _recordfmt.c shares with the other record writers of the extension (_recordcols.c):
- * a growable output buffer and render_bytes' choice of text or base64.
+ * What _recordfmt.c shares with the other record writers of the extension (_recordcols.c,
+ * _dumpfmt.c): a growable output buffer, render_bytes' choice of text or base64, and the
+ * records section of one batch written through templates.
  */
 #ifndef KAFKATX_RECORDFMT_H
 #define KAFKATX_RECORDFMT_H
 
 #include <Python.h>
 #include <stdint.h>
+
+/* Shared within the extension only: hidden symbols are called directly and may be inlined
+ * (an exported one is called through the PLT, and -fPIC assumes it may be interposed). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KTX_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define KTX_INTERNAL
+#endif
 
 #define RECORDS_START 61        /* the v2 batch header: records follow it */
 #define COMPRESSION_BITS 0x07
@@ -20,13 +29,44 @@ typedef struct {
 
 enum { FIELD_NULL, FIELD_TEXT, FIELD_BINARY };
 
+typedef struct {
+    const char *p;
+    Py_ssize_t n;
+} text_t;
+
+typedef struct {
+    text_t prefix, mid_timestamp, mid_key, suffix_low, suffix_high, separator;
+    long long split;
+} templates_t;
+
+typedef struct {
+    long long min_offset, max_offset;
+    int stop_at_max, mode;
+} window_t;
+
+enum { MODE_JSON, MODE_CSV, MODE_TABLE };
+
+/* A string literal appended to `o`. */
+#define PUT_LIT(o, s) put((o), (s), (Py_ssize_t)(sizeof(s) - 1))
+
 /* Room for `more` bytes after o->len (-1 and MemoryError when there is none). */
-int reserve(out_t *o, Py_ssize_t more);
+KTX_INTERNAL int reserve(out_t *o, Py_ssize_t more);
+/* `n` bytes appended to `o` (0 or -1). */
+KTX_INTERNAL int put(out_t *o, const void *p, Py_ssize_t n);
+/* `v` in decimal, as Python's int.__repr__ writes it (0 or -1). */
+KTX_INTERNAL int put_ll(out_t *o, long long v);
 /* render_bytes' choice for bytes that are not null: FIELD_TEXT or FIELD_BINARY; -1 on error. */
-int classify(const uint8_t *p, Py_ssize_t n);
+KTX_INTERNAL int classify(const uint8_t *p, Py_ssize_t n);
 /* Whether p[0:n] is valid UTF-8 (*error set on a Python error). */
-int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error);
+KTX_INTERNAL int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error);
 /* p[0:n] as base64 (b64encode's alphabet and padding) appended to o. */
-int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n);
+KTX_INTERNAL int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n);
+/* The records section of one batch appended to `o` (taken back out when refused): 0, 1
+ * refused, -1 Python error; `written` and `stopped` updated. See _recordfmt.c. */
+KTX_INTERNAL int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,
+                                long long base_offset, long long base_timestamp,
+                                long long max_timestamp, int log_append, const templates_t *t,
+                                const window_t *w, out_t *o, out_t *scratch,
+                                Py_ssize_t *written, int *stopped);
 
 #endif

@@ -44,5 +44,7 @@ static inline int read_zigzag(cursor_t *c, int max_bytes, int64_t *out)
 /* kafkatx.formats._batchscan.format_records/format_batches (in _recordfmt.c). */
 PyObject *format_records(PyObject *self, PyObject *args);
 PyObject *format_batches(PyObject *self, PyObject *args);
+/* kafkatx.formats._batchscan.format_dump_batches (in _dumpfmt.c). */
+PyObject *format_dump_batches(PyObject *self, PyObject *args);
 
 #endif

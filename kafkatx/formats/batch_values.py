@@ -31,7 +31,14 @@ class ControlType(enum.IntEnum):
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0, in Java's
+    32-bit int arithmetic (what a damaged header's negative delta gives, as the scan's
+    ``HeaderColumns.last_sequence``)."""
+    if sequence > _java_int(INT32_MAX - increment):
+        return _java_int(increment - (INT32_MAX - sequence) - 1)
+    return _java_int(sequence + increment)
+
+
+def _java_int(value: int) -> int:
+    """``value`` wrapped into a Java int (two's complement overflow)."""
+    return (value + 2**31) % 2**32 - 2**31

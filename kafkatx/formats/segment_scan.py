@@ -11,6 +11,7 @@ The result equals reading the segment with :func:`kafkatx.formats.segment.iter_s
 from __future__ import annotations
 
 import mmap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,28 +105,62 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
     A mapped segment (``mmap``) is walked window by window and each window's pages dropped
     once walked (:func:`page_releaser`): what stays resident is the columns (76 bytes a batch,
     :class:`SegmentScan`), not the file."""
-    end = len(buf)
-    release = page_releaser(buf)
-    parts: list[HeaderColumns] = []
-    problems: list[SegmentProblem] = []
-    pos = 0
-    while pos < end:
-        cols, stop, reason = scan_v2_run(buf, pos, end, release=release)
-        if len(cols):
-            parts.append(cols)
-            problems.extend(_crc_problems(buf, cols, path))
-        if reason == StopReason.END:
-            break
-        from kafkatx.formats.segment import read_entry
+    return next(scan_segment_chunks(buf, path=path, release=page_releaser(buf)))
 
-        entry, found, nxt = read_entry(buf, stop, path=path)
-        problems.extend(found)
-        if entry is not None:
-            parts.append(_entry_columns(entry))
-        if nxt is None:
-            break
-        pos = nxt
-    headers = HeaderColumns.concat(parts)
+
+def scan_segment_chunks(buf: bytes | memoryview, *, path: str | None = None,
+                        window: int | None = None, release: Release | None = None
+                        ) -> Iterator[SegmentScan]:
+    """:func:`scan_segment` as consecutive scans of about ``window`` bytes of the file each
+    (None: one scan of all of it), in file order: their rows and problems, one after the
+    other, are the whole scan's. A chunk ends at the first batch boundary at or past its
+    window (a batch larger than a window is a chunk of its own); its ``size`` is where it
+    ends. A caller holding one chunk at a time holds O(window) columns, not O(segment);
+    ``release`` is handed what each walk leaves behind, as :func:`scan_segment` does."""
+    end = len(buf)
+    pos = 0
+    while True:
+        first = pos
+        limit = end if window is None else min(end, pos + window)
+        parts: list[HeaderColumns] = []
+        problems: list[SegmentProblem] = []
+        while pos < end:
+            cols, stop, reason = scan_v2_run(buf, pos, limit, release=release)
+            if len(cols):
+                parts.append(cols)
+                problems.extend(_crc_problems(buf, cols, path))
+            pos = stop
+            if stop == limit < end or (reason in _WINDOW_CUTS and limit < end):
+                if parts or problems:
+                    break  # the window's end, or a batch it cuts: the next chunk's start
+                limit = min(end, limit + (window or end))  # a batch larger than a window
+                continue
+            if reason == StopReason.END:
+                break
+            from kafkatx.formats.segment import read_entry
+
+            entry, found, nxt = read_entry(buf, stop, path=path)
+            problems.extend(found)
+            if entry is not None:
+                parts.append(_entry_columns(entry))
+            pos = end if nxt is None else nxt
+            if pos >= limit:
+                break
+        yield _with_controls(buf, HeaderColumns.concat(parts), problems, path, release,
+                             size=end if window is None else pos)
+        if pos >= end or window is None:
+            return
+        assert pos > first, "each chunk moves on"
+
+
+# How a walk stops at a window's end that is not the file's: a batch the window cuts.
+_WINDOW_CUTS = (StopReason.PAST_END, StopReason.SHORT_HEADER)
+
+
+def _with_controls(buf: bytes | memoryview, headers: HeaderColumns,
+                   problems: list[SegmentProblem], path: str | None, release: Release | None,
+                   *, size: int) -> SegmentScan:
+    """The scan of ``headers``, its control batches' types and coordinator epochs decoded."""
     control_type = np.full(len(headers), NO_CONTROL, dtype=np.int16)
     coordinator_epoch = np.full(len(headers), -1, dtype=np.int32)
     controls = np.flatnonzero(headers.is_control & (headers.magic == 2)
@@ -146,7 +181,7 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
                 coordinator_epoch[i] = control.coordinator_epoch
     problems.sort(key=lambda p: p.position)
     return SegmentScan(path=path, headers=headers, control_type=control_type,
-                       coordinator_epoch=coordinator_epoch, problems=tuple(problems), size=end)
+                       coordinator_epoch=coordinator_epoch, problems=tuple(problems), size=size)
 
 
 # The one control record of an uncompressed COMMIT/ABORT marker as Kafka writes it

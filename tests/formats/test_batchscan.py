@@ -27,6 +27,7 @@ from kafkatx.formats.batchscan import (
     scan_v2_run,
     scan_v2_run_python,
 )
+from kafkatx.formats.record_batch import increment_sequence
 from tests.formats.batch_edits import recrc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -507,6 +508,8 @@ def test_last_sequence_follows_kafka(pairs: list[tuple[int, int]]) -> None:
     )
     want = [-1 if b == -1 else java_increment_sequence(b, d) for b, d in pairs]
     assert cols.last_sequence.tolist() == want
+    # and the exact reader's (RecordBatchHeader.last_sequence) gives the same
+    assert [-1 if b == -1 else increment_sequence(b, d) for b, d in pairs] == want
     assert cols.last_sequence.dtype == np.int32
 
 

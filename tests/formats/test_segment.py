@@ -25,6 +25,7 @@ from kafkatx.formats.segment import (
     SegmentProblem,
     iter_segment,
 )
+from kafkatx.formats.segment_scan import SegmentScan, scan_segment_chunks
 
 TS = 1_700_000_000_000
 
@@ -184,7 +185,10 @@ def _exact_rows(buf: bytes) -> tuple[list[dict], list[SegmentProblem]]:
 def _scan_rows(buf: bytes) -> tuple[list[dict], list[SegmentProblem]]:
     from kafkatx.formats.segment_scan import scan_segment
 
-    scan = scan_segment(buf, path="eq.log")
+    return _rows_of(scan_segment(buf, path="eq.log"))
+
+
+def _rows_of(scan: SegmentScan) -> tuple[list[dict], list[SegmentProblem]]:
     h = scan.headers
     rows = [{"position": int(h.position[i]), "base_offset": int(h.base_offset[i]),
              "magic": int(h.magic[i]), "last_offset_delta": int(h.last_offset_delta[i]),
@@ -219,6 +223,40 @@ def test_fast_scan_equals_construct_path_on_random_segments(data: st.DataObject)
     scan_rows, scan_problems = _scan_rows(bytes(buf))
     assert scan_rows == exact_rows
     assert sorted(map(str, scan_problems)) == sorted(map(str, exact_problems))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_a_segment_scanned_in_chunks_is_the_whole_scan(data: st.DataObject) -> None:
+    """``scan_segment_chunks``: chunks of a window far smaller than the segment (or a batch),
+    one after the other, hold the rows and problems of one whole scan, in the same order --
+    legacy entries, markers, damage and a cut tail included -- and each ends where the next
+    begins."""
+    from kafkatx.formats.legacy_message import build_legacy_entry
+
+    seg, _ = make_segment(data.draw(st.integers(1, 12)), start=100)
+    legacy = build_legacy_entry(offset=97, magic=1, compression=1, timestamp=TS,
+                                inner=[(b"a", b"1", TS), (None, b"2", TS)])
+    buf = bytearray(seg[:200] + legacy + seg[200:] if data.draw(st.booleans()) else seg)
+    buf += data.draw(control_batches())
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(0, len(buf) - 1))
+        buf[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        buf = buf[: data.draw(st.integers(0, len(buf)))]
+    if data.draw(st.booleans()):
+        buf += bytes(data.draw(st.integers(1, 300)))
+    want_rows, want_problems = _scan_rows(bytes(buf))
+    rows: list[dict] = []
+    problems: list[SegmentProblem] = []
+    window = data.draw(st.sampled_from([1, 61, 150, 700, 10**6]))
+    for chunk in scan_segment_chunks(bytes(buf), path="eq.log", window=window):
+        got = _rows_of(chunk)
+        assert all(r["position"] < chunk.size for r in got[0])
+        rows += got[0]
+        problems += got[1]
+    assert rows == want_rows
+    assert list(map(str, problems)) == list(map(str, want_problems))
 
 
 @st.composite

@@ -1,0 +1,122 @@
+"""``dump --records -f json|jsonl`` of a data segment: many batches' JSON items per C call.
+
+The segment is scanned a window at a time (:func:`kafkatx.formats.segment_scan.
+scan_segment_chunks`: columns of one window held at once, so memory stays flat in the
+segment's size), and each window's uncompressed v2 batches -- data batches and transaction
+markers -- are written whole, batch fields and records, by the C extension's
+``format_dump_batches`` (``_dumpfmt.c``) from the scan's header columns: the text
+:class:`kafkatx.cli.output.JsonWriter` writes for the items :mod:`kafkatx.analysis.dump` builds
+for them. Every other row (legacy entries, compressed batches, other control batches, records
+the C decoder refuses) and every problem goes through dump's Python items, in file order.
+Equality with the Python path is proven by tests/analysis/test_dump_lines.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kafkatx.formats.batch_layout import COMPRESSION_MASK, CONTROL_FLAG
+from kafkatx.formats.batch_values import ControlType
+from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
+from kafkatx.formats.record_format import INT64_MAX, INT64_MIN
+from kafkatx.formats.segment_scan import SegmentScan
+
+if TYPE_CHECKING:
+    from kafkatx.analysis.dump import DumpFilter
+    from kafkatx.formats.segment import SegmentProblem
+
+_format: Any = getattr(_ext, "format_dump_batches", None) if HAVE_EXTENSION else None
+HAVE_LINES = _format is not None
+
+WINDOW = 16 << 20  # bytes of a segment scanned, and held as columns, at a time
+TEXT_AT_ONCE = 1 << 20  # bytes of JSON text per C call (then handed to the writer)
+
+# The rows of the columns handed to the C function, in _dumpfmt.c's order.
+COLUMNS = ("position", "size", "attributes", "count", "base_offset", "last_offset",
+           "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+           "last_sequence", "partition_leader_epoch", "crc", "crc_valid", "control_type",
+           "coordinator_epoch", "route")
+_ROW = {name: k for k, name in enumerate(COLUMNS)}
+
+SlowItems = Callable[[SegmentScan, npt.NDArray[np.intp]], Iterator[dict]]
+
+
+def kept_rows(h: HeaderColumns, flt: DumpFilter) -> npt.NDArray[np.intp]:
+    """The rows of ``h`` whose batches ``flt`` keeps (by offsets and producer)."""
+    keep = np.ones(len(h), dtype=bool)
+    if flt.from_offset is not None:
+        keep &= h.last_offset >= flt.from_offset
+    if flt.to_offset is not None:
+        keep &= h.base_offset <= flt.to_offset
+    if flt.producer_ids is not None:
+        keep &= np.isin(h.producer_id, list(flt.producer_ids)) & (h.magic == 2)
+    if flt.producer_epoch is not None:
+        keep &= (h.producer_epoch == flt.producer_epoch) & (h.magic == 2)
+    return np.flatnonzero(keep)
+
+
+def batch_columns(scan: SegmentScan, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    """The C function's columns of ``rows`` (int64, one row per name of ``COLUMNS``); route
+    -1 for a batch left to Python: not v2, compressed, or a control batch other than a
+    COMMIT/ABORT marker."""
+    h = scan.headers
+    out = np.empty((len(COLUMNS), len(rows)), dtype=np.int64)
+    sources = {"size": h.size, "count": h.records_count, "last_offset": h.last_offset,
+               "last_sequence": h.last_sequence, "control_type": scan.control_type,
+               "coordinator_epoch": scan.coordinator_epoch}
+    for name in COLUMNS[:-1]:
+        out[_ROW[name]] = (sources.get(name) if name in sources else getattr(h, name))[rows]
+    attributes, control = out[_ROW["attributes"]], out[_ROW["control_type"]]
+    marker = (control == ControlType.ABORT) | (control == ControlType.COMMIT)
+    fast = ((h.magic[rows] == 2) & (attributes & COMPRESSION_MASK == 0)
+            & ((attributes & CONTROL_FLAG == 0) | marker))
+    out[_ROW["route"]] = np.where(fast, 0, -1)
+    return out
+
+
+def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separator: str,
+               slow: SlowItems, problem: Callable[[SegmentProblem, str], dict]
+               ) -> Iterator[dict]:
+    """dump's items of one scanned chunk of ``data``: runs of batches the C function writes as
+    ``{"kind": "encoded", "text": ...}`` items (JSON items joined by ``separator``; ``position``
+    the last batch's), the rest through ``slow(scan, rows)``, problems (``problem``) before
+    the first batch at or past their position, as dump's own walk places them."""
+    rows = kept_rows(scan.headers, flt)
+    cols = np.ascontiguousarray(batch_columns(scan, rows))
+    positions, route = cols[_ROW["position"]], cols[_ROW["route"]]
+    fast_rows = np.flatnonzero(route >= 0)
+    problems = scan.problems
+    cuts = np.searchsorted(positions, [p.position for p in problems], side="left").tolist()
+    head = ('{"kind":"batch","file":' + json.dumps(file, ensure_ascii=False)
+            + ',"base_offset":').encode()
+    sep = separator.encode()
+    low = INT64_MIN if flt.from_offset is None else flt.from_offset
+    high = INT64_MAX if flt.to_offset is None else flt.to_offset
+    m, i, p = len(rows), 0, 0
+    while True:
+        while p < len(problems) and cuts[p] <= i:
+            yield problem(problems[p], file)
+            p += 1
+        if i >= m:
+            return
+        stop = cuts[p] if p < len(problems) else m
+        if route[i] < 0:  # up to the next fast row (or problem) the slow way
+            k = int(np.searchsorted(fast_rows, i))
+            j = min(stop, int(fast_rows[k]) if k < len(fast_rows) else m)
+            yield from slow(scan, rows[i:j])
+            i = j
+            continue
+        while i < stop and route[i] >= 0:
+            text, nxt = _format(data, cols, m, head, sep, low, high, i, stop, TEXT_AT_ONCE)
+            if nxt > i:
+                yield {"kind": "encoded", "file": file, "position": int(positions[nxt - 1]),
+                       "text": text.decode()}
+                i = nxt
+            else:  # records the C decoder refuses: this batch the slow way
+                yield from slow(scan, rows[i:i + 1])
+                i += 1
