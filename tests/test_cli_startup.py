@@ -85,6 +85,47 @@ def test_lso_of_a_data_partition_loads_no_decoder_it_does_not_use() -> None:
     assert not [name for name in ONLY_WHEN_NEEDED if name in loaded]
 
 
+# Loaded by ``lso`` only when the evidence or the flags need them: the coordinator's partitions
+# (its record decoders and view), a timeline, the restart view (the model of Kafka's log load),
+# damage, legacy entries or --validate-records (the exact construct parsers), --manifest, URIs
+# to list in parallel (concurrent.futures imports logging); rich only to draw (a table,
+# warnings). A clean v2 partition reads its .txnindex, .snapshot and index files with
+# ``struct`` and its batches in C.
+COMMON_PATH_LAZY = ("construct", "kafkatx.formats.primitives", "kafkatx.formats.record_batch",
+                    "kafkatx.formats.segment", "kafkatx.formats.legacy_message",
+                    "kafkatx.formats.compression", "kafkatx.formats.record_validation",
+                    "kafkatx.formats.transaction_log", "kafkatx.semantics.transaction_states",
+                    "kafkatx.analysis.coordinator", "kafkatx.analysis.timeline",
+                    "kafkatx.analysis.restart_view", "kafkatx.semantics.log_load",
+                    "kafkatx.storage.manifest", "concurrent.futures", "rich")
+
+
+def test_lso_of_a_data_partition_is_the_columnar_path_only() -> None:
+    """``lso --format json`` of a clean data partition: each module above becoming an eager
+    import again fails here."""
+    loaded = _modules_after(["lso", "fixtures/logdir/payments-0", "--format", "json"])
+    assert "kafkatx.engines.local" in loaded and "kafkatx.formats.txn_index" in loaded
+    assert not [name for name in COMMON_PATH_LAZY if name in loaded]
+
+
+def test_lso_table_loads_rich_and_no_parser() -> None:
+    loaded = _modules_after(["lso", "fixtures/logdir/payments-0"])
+    assert "rich.console" in loaded
+    assert not [name for name in COMMON_PATH_LAZY if name in loaded and name != "rich"]
+
+
+def test_the_lazy_modules_load_where_they_are_needed() -> None:
+    """The other side: the coordinator's partitions load their decoders (construct), ``inspect``
+    predicts the restart (the log load model), ``timeline`` builds the timeline."""
+    loaded = _modules_after(["lso", "fixtures/logdir", "--format", "json"])
+    for name in ("kafkatx.analysis.coordinator", "kafkatx.formats.transaction_log", "construct"):
+        assert name in loaded, name
+    loaded = _modules_after(["inspect", "fixtures/logdir/payments-0", "--format", "json"])
+    assert {"kafkatx.analysis.restart_view", "kafkatx.semantics.log_load"} <= loaded
+    loaded = _modules_after(["timeline", "fixtures/logdir/payments-0", "--format", "json"])
+    assert "kafkatx.analysis.timeline" in loaded
+
+
 def test_metadata_log_loads_its_decoders() -> None:
     """The other side of the test above: the same modules do load when the evidence holds a
     metadata log, so the names listed there are the ones that decode it."""

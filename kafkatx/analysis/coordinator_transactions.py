@@ -17,11 +17,11 @@ from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
-from kafkatx.formats.transaction_log import TransactionLogValue, TransactionState
-from kafkatx.semantics import transaction_states as rules
+from kafkatx.formats.transaction_state_ids import TransactionState
 
 if TYPE_CHECKING:
     from kafkatx.analysis.coordinator import CoordinatorRecord
+    from kafkatx.formats.transaction_log import TransactionLogValue
 
 COMMIT = "COMMIT"
 ABORT = "ABORT"
@@ -229,6 +229,8 @@ class CoordinatorTransaction:
 
 def _new_txn(tid: str, v: TransactionLogValue, home: int
              ) -> CoordinatorTransaction:
+    from kafkatx.semantics import transaction_states as rules  # a coordinator's records only
+
     return CoordinatorTransaction(
         transactional_id=tid, producer_id=v.producer_id, coordinator_partition=home,
         timeout_ms=v.transaction_timeout_ms,

@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from kafkatx.analysis.cluster_view import cluster_dict
-from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.groups import OUT_OF_RANGE, UNSTABLE, GroupPartition, needing_attention
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replicas import ReplicaComparison, ReplicaCopy
@@ -44,6 +43,7 @@ from kafkatx.cli.render import (
 from kafkatx.engines.base import Engine
 from kafkatx.engines.group_positions import analyze_groups
 from kafkatx.engines.local import Inspection
+from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 
 
 def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:

@@ -301,11 +301,13 @@ def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
 
 
 def print_problems(result: Inspection) -> None:
-    err = stderr_console()
-    for p in result.problems:
-        err.print(f"kafkatx: warning: {p}", markup=False)
+    lines = [f"kafkatx: warning: {p}" for p in result.problems]
     if not result.partitions:
-        err.print("kafkatx: warning: no live partition found", markup=False)
+        lines.append("kafkatx: warning: no live partition found")
+    if lines:  # the stderr console (rich) only when there is something to say
+        err = stderr_console()
+        for line in lines:
+            err.print(line, markup=False)
 
 
 

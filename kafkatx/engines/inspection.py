@@ -30,10 +30,10 @@ from kafkatx.errors import KafkatxError
 from kafkatx.storage.capture_time import newest_mtime_ms
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, PartitionDir, discover
 from kafkatx.storage.filesystems import canonical, is_inside, is_uri
-from kafkatx.storage.manifest import Manifest, recording
 
 if TYPE_CHECKING:
     from kafkatx.analysis.timeline import Selection
+    from kafkatx.storage.manifest import Manifest
 
 CAPTURE = "capture"  # --now: when the evidence was captured (its newest file time)
 DATA = "data"  # --now: the newest record of each partition
@@ -126,6 +126,8 @@ def check_output(output: str, paths: Sequence[str]) -> None:
 
 
 def _manifest_for(paths: Sequence[str], target: Path) -> Manifest:
+    from kafkatx.storage.manifest import Manifest  # loaded for --manifest only
+
     if any(is_uri(p) for p in paths):
         raise RequestError("--manifest records files read from the local disk: not with URIs")
     manifest = Manifest(roots=paths)
@@ -195,7 +197,11 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
         source = CAPTURE if captured is not None else DATA
 
     def recorded() -> AbstractContextManager[object]:
-        return nullcontext() if recorder is None else recording(recorder)
+        if recorder is None:
+            return nullcontext()
+        from kafkatx.storage.manifest import recording
+
+        return recording(recorder)
 
     run = InspectionRun(inspection=Inspection())
     with open_engine(engine, input_bytes=total) as runner:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from kafkatx.errors import FormatError
-from kafkatx.formats.primitives import INT32_MAX
+from kafkatx.formats.batch_values import INT32_MAX
 
 
 class _Entry(Protocol):

@@ -14,21 +14,20 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import construct as c
-
 from kafkatx.errors import FormatError
+from kafkatx.formats.batch_values import INT32_MAX
 from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
-from kafkatx.formats.primitives import INT32_MAX, Int32
 from kafkatx.formats.zero_tail import zero_tail_start
 
 ENTRY_SIZE = 8
 
-# The on-disk entry; used to build. Reading uses the equivalent ``struct`` format below because
-# a full index holds up to 1.3 million entries and construct is far too slow for that (the
-# broker's segments read their last entry with it too).
-_ENTRY = c.Struct("relative_offset" / Int32, "position" / Int32)
-ENTRY_STRUCT = struct.Struct(">ii")
-assert _ENTRY.sizeof() == ENTRY_STRUCT.size == ENTRY_SIZE
+# The on-disk entry, (name, ``struct`` code) in file order: read with ``struct`` (a full index
+# holds up to 1.3 million entries and construct is far too slow for that; the broker's segments
+# read their last entry with it too), built through its construct form (``struct_of``).
+ENTRY_FIELDS = (("relative_offset", "i"), ("position", "i"))
+ENTRY_STRUCT = struct.Struct(">" + "".join(code for _, code in ENTRY_FIELDS))
+assert ENTRY_STRUCT.size == ENTRY_SIZE
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,10 +137,12 @@ def build_offset_index(
     ``preallocate_to`` pads with zero bytes to that size rounded down to a whole entry, like a
     not-yet-trimmed file (``AbstractIndex`` preallocation).
     """
+    from kafkatx.formats.primitives import struct_of  # construct: only to build
+
     def entry_bytes(e: OffsetIndexEntry) -> bytes:
         rel = relative_offset(e, base_offset)
         if not 0 <= e.position <= INT32_MAX:
             raise ValueError(f"position {e.position} is not a non-negative int32")
-        return _ENTRY.build({"relative_offset": rel, "position": e.position})
+        return struct_of(ENTRY_FIELDS).build({"relative_offset": rel, "position": e.position})
 
     return preallocated(map(entry_bytes, entries), ENTRY_SIZE, preallocate_to)

@@ -9,6 +9,7 @@ All fixed-width integers are big-endian.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import construct as c
@@ -21,6 +22,16 @@ Int16 = c.Int16sb
 Int32 = c.Int32sb
 Int64 = c.Int64sb
 UInt32 = c.Int32ub
+
+# The fixed-width integers by ``struct`` code (big-endian), for layouts written as
+# ``((name, code), ...)`` that are read with ``struct`` and built with construct (struct_of).
+_BY_STRUCT_CODE = {"b": Int8, "h": Int16, "i": Int32, "q": Int64, "I": UInt32}
+
+
+@functools.cache
+def struct_of(fields: tuple[tuple[str, str], ...]) -> c.Struct:
+    """The construct ``Struct`` of fixed-width ``fields`` given as (name, ``struct`` code)."""
+    return c.Struct(*(name / _BY_STRUCT_CODE[code] for name, code in fields))
 
 INT32_MAX = 2**31 - 1
 INT16_MAX = 2**15 - 1

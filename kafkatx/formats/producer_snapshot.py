@@ -13,15 +13,15 @@ is exclusive: the snapshot covers every batch below it.
 
 from __future__ import annotations
 
+import functools
 import os
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import construct as c
+from typing import Any
 
 from kafkatx.errors import CorruptSnapshotError, FormatError
 from kafkatx.formats.batchscan import crc32c_of
-from kafkatx.formats.primitives import Array, Int16, Int32, Int64, UInt32
 
 SNAPSHOT_VERSION = 1
 CRC_OFFSET = 2
@@ -30,23 +30,38 @@ HEADER_SIZE = 10  # version + crc + entry count
 ENTRY_SIZE = 46
 SNAPSHOT_SUFFIX = ".snapshot"
 
-# Field order as in PRODUCER_SNAPSHOT_ENTRY_SCHEMA.
-_ENTRY = c.Struct(
-    "producer_id" / Int64,
-    "producer_epoch" / Int16,
-    "last_sequence" / Int32,
-    "last_offset" / Int64,
-    "offset_delta" / Int32,
-    "timestamp" / Int64,
-    "coordinator_epoch" / Int32,
-    "current_txn_first_offset" / Int64,
+# The fields with their ``struct`` codes, the one definition of the layout (field order as in
+# PRODUCER_SNAPSHOT_ENTRY_SCHEMA): reading unpacks them with ``struct`` (no construct to import
+# at start-up), building goes through their construct form (:func:`_layouts`), and
+# tests/formats prove the two agree.
+HEADER_FIELDS = (("version", "h"), ("crc", "I"), ("count", "i"))
+ENTRY_FIELDS = (
+    ("producer_id", "q"),
+    ("producer_epoch", "h"),
+    ("last_sequence", "i"),
+    ("last_offset", "q"),
+    ("offset_delta", "i"),
+    ("timestamp", "q"),
+    ("coordinator_epoch", "i"),
+    ("current_txn_first_offset", "q"),
 )
-_ENTRY_COMPILED = _ENTRY.compile()
-_HEADER = c.Struct("version" / Int16, "crc" / UInt32, "count" / Int32)
-_SNAPSHOT = c.Struct("version" / Int16, "crc" / UInt32, "entries" / Array(_ENTRY))
-assert _ENTRY.sizeof() == ENTRY_SIZE and _HEADER.sizeof() == HEADER_SIZE
+HEADER_STRUCT = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+ENTRY_STRUCT = struct.Struct(">" + "".join(code for _, code in ENTRY_FIELDS))
+assert ENTRY_STRUCT.size == ENTRY_SIZE and HEADER_STRUCT.size == HEADER_SIZE
 
-_FIELDS = tuple(sc.name for sc in _ENTRY.subcons)
+_FIELDS = tuple(name for name, _ in ENTRY_FIELDS)
+
+
+@functools.cache
+def _layouts() -> tuple[Any, Any]:
+    """(entry, whole file) as construct definitions (loaded only to build or to check)."""
+    import construct as c
+
+    from kafkatx.formats.primitives import Array, struct_of
+
+    entry = struct_of(ENTRY_FIELDS)
+    head = struct_of(HEADER_FIELDS[:2])  # version, crc; the count is the array's prefix
+    return entry, c.Struct(*head.subcons, "entries" / Array(entry))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,8 +152,9 @@ def read_producer_snapshot(
         corrupt("empty snapshot file", 0, "version")
         return ProducerSnapshot(version=None, crc=None, computed_crc=None, entries=(),
                                 problems=tuple(problems), path=path)
-    version = Int16.parse(data[:2]) if size >= 2 else None
-    crc = UInt32.parse(data[CRC_OFFSET:ENTRIES_OFFSET]) if size >= ENTRIES_OFFSET else None
+    version = int.from_bytes(data[:2], "big", signed=True) if size >= 2 else None
+    crc = (int.from_bytes(data[CRC_OFFSET:ENTRIES_OFFSET], "big")
+           if size >= ENTRIES_OFFSET else None)
     computed = crc32c_of(data[ENTRIES_OFFSET:]) if size >= ENTRIES_OFFSET else None
     if version is not None and version != SNAPSHOT_VERSION:
         corrupt(f"unknown snapshot version {version} (expected {SNAPSHOT_VERSION})", 0, "version")
@@ -150,7 +166,7 @@ def read_producer_snapshot(
         return ProducerSnapshot(version=version, crc=crc, computed_crc=computed, entries=(),
                                 problems=tuple(problems), path=path)
 
-    count = Int32.parse(data[ENTRIES_OFFSET:HEADER_SIZE])
+    count = HEADER_STRUCT.unpack_from(data)[2]
     available = (size - HEADER_SIZE) // ENTRY_SIZE
     if count < 0:
         corrupt(f"entry count {count} cannot be negative", ENTRIES_OFFSET, "count")
@@ -170,8 +186,8 @@ def read_producer_snapshot(
 
 
 def _parse_entry(data: bytes, at: int) -> ProducerSnapshotEntry:
-    v = _ENTRY_COMPILED.parse(data[at : at + ENTRY_SIZE])
-    return ProducerSnapshotEntry(**{name: v[name] for name in _FIELDS}, file_position=at)
+    values = ENTRY_STRUCT.unpack_from(data, at)
+    return ProducerSnapshotEntry(**dict(zip(_FIELDS, values, strict=True)), file_position=at)
 
 
 def build_producer_snapshot(
@@ -183,12 +199,14 @@ def build_producer_snapshot(
         "crc": 0,
         "entries": [{name: getattr(e, name) for name in _FIELDS} for e in entries],
     }
+    import construct as c
+
     try:
-        body = _SNAPSHOT.build(value)
+        body = _layouts()[1].build(value)
     except c.ConstructError as exc:
         raise ValueError(f"cannot encode snapshot: {exc}") from None
     crc = crc32c_of(body[ENTRIES_OFFSET:])
-    return body[:CRC_OFFSET] + UInt32.build(crc) + body[ENTRIES_OFFSET:]
+    return body[:CRC_OFFSET] + crc.to_bytes(4, "big") + body[ENTRIES_OFFSET:]
 
 
 def snapshot_file_name(offset: int) -> str:

@@ -14,20 +14,19 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import construct as c
-
 from kafkatx.errors import FormatError
 from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
-from kafkatx.formats.primitives import Int32, Int64
 from kafkatx.formats.zero_tail import zero_tail_start
 
 ENTRY_SIZE = 12
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP: the "last timestamp" of an empty time index
 
-# The on-disk entry; used to build. Reading uses the equivalent ``struct`` format for speed.
-_ENTRY = c.Struct("timestamp" / Int64, "relative_offset" / Int32)
-ENTRY_STRUCT = struct.Struct(">qi")
-assert _ENTRY.sizeof() == ENTRY_STRUCT.size == ENTRY_SIZE
+# The on-disk entry, (name, ``struct`` code) in file order: read with ``struct`` for speed,
+# built through its construct form (``primitives.struct_of``).
+ENTRY_FIELDS = (("timestamp", "q"), ("relative_offset", "i"))
+ENTRY_STRUCT = struct.Struct(">" + "".join(code for _, code in ENTRY_FIELDS))
+assert ENTRY_STRUCT.size == ENTRY_SIZE
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,10 +138,12 @@ def build_time_index(
     entries: Iterable[TimeIndexEntry], base_offset: int, *, preallocate_to: int | None = None
 ) -> bytes:
     """Kafka's bytes for these entries (``TimeIndex#maybeAppend``), optionally zero-padded."""
+    from kafkatx.formats.primitives import struct_of  # construct: only to build
+
     def entry_bytes(e: TimeIndexEntry) -> bytes:
         rel = relative_offset(e, base_offset)
         if not -(2**63) <= e.timestamp < 2**63:
             raise ValueError(f"timestamp {e.timestamp} is not an int64")
-        return _ENTRY.build({"timestamp": e.timestamp, "relative_offset": rel})
+        return struct_of(ENTRY_FIELDS).build({"timestamp": e.timestamp, "relative_offset": rel})
 
     return preallocated(map(entry_bytes, entries), ENTRY_SIZE, preallocate_to)

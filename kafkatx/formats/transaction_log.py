@@ -14,7 +14,6 @@ A null value is a tombstone: ``parse_value(None)`` returns ``None``.
 from __future__ import annotations
 
 import base64
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -36,6 +35,7 @@ from kafkatx.formats.primitives import (
     TaggedFields,
     parse_exact,
 )
+from kafkatx.formats.transaction_state_ids import TransactionState
 
 KEY_VERSION = 0  # CoordinatorRecordType.TRANSACTION_LOG.id(); no other key version ever existed
 VALUE_VERSIONS = (0, 1)
@@ -172,44 +172,6 @@ def parse_versioned(data: bytes, bodies: Mapping[int, c.Construct], *, what: str
 # ---------------------------------------------------------------------------------------------
 # TransactionState
 
-
-class TransactionState(enum.IntEnum):
-    """Kafka's ``TransactionState`` ids; ``str()`` / ``kafka_name`` give Kafka's names."""
-
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    DEAD = 6
-    PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def kafka_name(self) -> str:
-        return _KAFKA_NAMES[self]
-
-    @classmethod
-    def from_kafka_name(cls, name: str) -> TransactionState:
-        for state, kafka_name in _KAFKA_NAMES.items():
-            if kafka_name == name:
-                return state
-        raise ValueError(f"unknown transaction state name {name!r}")
-
-    def __str__(self) -> str:
-        return _KAFKA_NAMES[self]
-
-
-_KAFKA_NAMES: dict[TransactionState, str] = {
-    TransactionState.EMPTY: "Empty",
-    TransactionState.ONGOING: "Ongoing",
-    TransactionState.PREPARE_COMMIT: "PrepareCommit",
-    TransactionState.PREPARE_ABORT: "PrepareAbort",
-    TransactionState.COMPLETE_COMMIT: "CompleteCommit",
-    TransactionState.COMPLETE_ABORT: "CompleteAbort",
-    TransactionState.DEAD: "Dead",
-    TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
-}
 
 def state_name(state_id: int) -> str:
     """Kafka's name for a status id, or ``Unknown(<id>)`` (Kafka itself would refuse to load)."""

@@ -9,26 +9,24 @@ increasing ``last_offset``. The file is created lazily, so a missing file means 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import construct as c
-
 from kafkatx.errors import FormatError
-from kafkatx.formats.primitives import Int16, Int64
 
 ENTRY_SIZE = 34
 CURRENT_VERSION = 0
 
-_ENTRY = c.Struct(
-    "version" / Int16,
-    "producer_id" / Int64,
-    "first_offset" / Int64,
-    "last_offset" / Int64,
-    "last_stable_offset" / Int64,
-)
-_ENTRY_COMPILED = _ENTRY.compile()
-assert _ENTRY.sizeof() == ENTRY_SIZE
+# The entry's fields in file order with their ``struct`` codes, the one definition: reading
+# unpacks them with ``struct`` (no construct to import at start-up), building goes through the
+# construct form of the same fields (``primitives.struct_of``), and tests/formats prove the two
+# agree.
+ENTRY_FIELDS = (("version", "h"), ("producer_id", "q"), ("first_offset", "q"),
+                ("last_offset", "q"), ("last_stable_offset", "q"))
+ENTRY_STRUCT = struct.Struct(">" + "".join(code for _, code in ENTRY_FIELDS))
+assert ENTRY_STRUCT.size == ENTRY_SIZE
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,10 +80,10 @@ class TxnIndexRead:
 def _iter_raw(data: bytes) -> Iterator[AbortedTxnEntry]:
     """Whole entries in file order, like ``TransactionIndex#iterable`` (partial tail dropped)."""
     for at in range(0, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE):
-        v = _ENTRY_COMPILED.parse(data[at : at + ENTRY_SIZE])
+        version, producer_id, first, last, lso = ENTRY_STRUCT.unpack_from(data, at)
         yield AbortedTxnEntry(
-            version=v.version, producer_id=v.producer_id, first_offset=v.first_offset,
-            last_offset=v.last_offset, last_stable_offset=v.last_stable_offset, file_position=at)
+            version=version, producer_id=producer_id, first_offset=first, last_offset=last,
+            last_stable_offset=lso, file_position=at)
 
 
 def _version_problem(e: AbortedTxnEntry, path: str | None) -> FormatError:
@@ -154,10 +152,14 @@ def sanity_check(
 
 def build_txn_index(entries: Iterable[AbortedTxnEntry]) -> bytes:
     """Kafka's bytes for these entries (``AbortedTxn#toByteBuffer``, appended in order)."""
+    import construct as c
+
+    from kafkatx.formats.primitives import struct_of
+
     out = bytearray()
     for e in entries:
         try:
-            out += _ENTRY.build({
+            out += struct_of(ENTRY_FIELDS).build({
                 "version": e.version, "producer_id": e.producer_id,
                 "first_offset": e.first_offset, "last_offset": e.last_offset,
                 "last_stable_offset": e.last_stable_offset,

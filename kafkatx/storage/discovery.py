@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -573,6 +572,8 @@ def _list_remote(paths: list[RemotePath]) -> dict[str, _Listing]:
         for p in paths:
             out.update(_list_one_remote(p))
         return out
+    from concurrent.futures import ThreadPoolExecutor  # imports logging: only for URIs
+
     with ThreadPoolExecutor(max_workers=min(LISTING_THREADS, len(paths))) as pool:
         for tree in pool.map(_list_one_remote, paths):
             out.update(tree)
