@@ -288,7 +288,8 @@ def parse_batch(
     decode_records: bool = False,
     decode_control: bool = True,
 ) -> RecordBatch:
-    """Parse the v2 batch at ``pos``: header, CRC, control record; records when asked.
+    """Parse the v2 batch at ``pos``: header, CRC, control record; records when asked
+    (``record_decode.read_records``: construct's :func:`iter_records` is their definition).
 
     Raises FormatError when the header is unusable (magic != 2, length too small or past the end
     of ``buf``) or, with ``decode_records``, when the records do not decode. A CRC mismatch is not
@@ -311,7 +312,13 @@ def parse_batch(
     control = None
     if decode_control and header.is_control and header.records_count > 0:
         control = _read_control(buf, pos, header, path)
-    records = tuple(iter_records(buf, pos, header, path=path)) if decode_records else None
+    records = None
+    if decode_records:
+        # The C decoder, iter_records for every batch it refuses (the same records, the same
+        # errors); imported here: record_decode is built on this module.
+        from kafkatx.formats.record_decode import read_records
+
+        records = tuple(read_records(buf, pos, header, path=path))
     return RecordBatch(header=header, position=pos, computed_crc=computed, control=control,
                        records=records, path=path)
 

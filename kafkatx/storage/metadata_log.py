@@ -17,7 +17,8 @@ from kafkatx.formats import metadata_records
 from kafkatx.formats.metadata_records import MetadataRecord, SnapshotId
 from kafkatx.formats.quorum_state import FILE_NAME as QUORUM_STATE_FILE
 from kafkatx.formats.quorum_state import QuorumState, read_quorum_state
-from kafkatx.formats.record_batch import RecordBatch, iter_records
+from kafkatx.formats.record_batch import RecordBatch
+from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
 from kafkatx.storage.files import open_bytes, read_text
 from kafkatx.storage.layout import parse_offset_file_name
@@ -102,7 +103,7 @@ def read_entries(path: Path, problems: list[str], *, from_offset: int = 0,
                                 f"{h.base_offset} skipped")
                 continue
             try:
-                for rec in iter_records(data, entry.position, h, path=file):
+                for rec in read_records(data, entry.position, h, path=file):
                     if rec.offset < from_offset or (to_offset is not None
                                                     and rec.offset > to_offset):
                         continue

@@ -5,8 +5,10 @@ Follows ``DefaultRecord#readFrom`` / ``DefaultRecordBatch`` through
 kafkatx's own builder with every codec (none, gzip, snappy, lz4, zstd), CreateTime and
 LogAppendTime, null and empty keys and values, headers (UTF-8 keys, null values), control
 batches; then the same batches with bytes of their records section changed or their record
-count patched. :func:`kafkatx.formats.record_decode.read_records` must give the same records
-(offset, timestamp, key, value, headers, attributes and position) or the same ``FormatError``.
+count patched. :func:`kafkatx.formats.record_decode.read_records` (and ``parse_batch(...,
+decode_records=True)``, which reads through it: the internal topics' loads, coordinator
+evidence, ``groups``) must give the same records (offset, timestamp, key, value, headers,
+attributes and position) or the same ``FormatError``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kafkatx.formats.record_batch import (
     build_batch,
     build_control_batch,
     iter_records,
+    parse_batch,
     parse_header,
 )
 from kafkatx.formats.record_decode import HAVE_FAST_DECODER, read_records
@@ -79,7 +82,13 @@ def _decoded(data: bytes) -> list[tuple[object, ...]] | str:
         fast: list[tuple[object, ...]] | str = fields(read_records(data, 0, header))
     except FormatError as exc:
         fast = f"{exc.position}: {exc}"
+    try:
+        batch = parse_batch(data, 0, decode_records=True, decode_control=False).records
+        parsed: list[tuple[object, ...]] | str = fields(list(batch or ()))
+    except FormatError as exc:
+        parsed = f"{exc.position}: {exc}"
     assert fast == exact
+    assert parsed == exact  # parse_batch(decode_records=True) reads through read_records
     return fast
 
 
