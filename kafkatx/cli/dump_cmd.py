@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console,
 from kafkatx.cli.progress import ScanProgress, output_progress
 from kafkatx.cli.render import Col, FitTable, shorten
 from kafkatx.errors import MissingPathError
+from kafkatx.formats.raw_json import RawJsonList
 
 TABLE_CHUNK = 200
 
@@ -77,9 +79,9 @@ def dump_command(
                      from_offset=from_offset, to_offset=to_offset,
                      transactional_id=transactional_id)
     stats = DumpStats()
-    # JSON output takes data batches as JSON text formatted in C
+    # JSON output takes data batches as JSON text formatted in C, the table their records
     writer = JsonWriter(sys.stdout, array=fmt == "json")
-    items = dump(paths, flt, records=records, stats=stats, encoded=fmt != "table",
+    items = dump(paths, flt, records=records, stats=stats, encoded=True,
                  lines=None if fmt == "table" else writer.item_separator)
     with output_progress(_total_size(paths), "decoding", err) as bar:
         items = _advancing(items, bar)
@@ -179,14 +181,17 @@ def _batch_row(b: dict[str, Any]) -> list[str]:
     offsets = (str(b["base_offset"]) if b["base_offset"] == b["last_offset"]
                else f"{b['base_offset']}..{b['last_offset']}")
     return [offsets, str(b["count"]), pid, seq, flags, str(b["position"]), str(b["size"]),
-            f"v{b['magic']} {b['compression']}", iso_ms(b["max_timestamp"]), crc, control]
+            f"v{b['magic']} {b['compression']}", _iso_ms(b["max_timestamp"]), crc, control]
 
 
 def _record_rows(b: dict[str, Any]) -> list[list[str]]:
     rows = []
     records = b.get("records", [])
+    if isinstance(records, RawJsonList):  # a data batch's records as the C formatter wrote them
+        records = json.loads(f"[{records.text}]")
     if b["is_control"] and not any("control_type" in r for r in records):
         return rows  # the batch row already says COMMIT/ABORT and the coordinator epoch
+    under = glyph("↳", "->")
     for r in records:
         key, value = r.get("key"), r.get("value")
         if "type_id" in r or "control_type" in r:
@@ -200,10 +205,26 @@ def _record_rows(b: dict[str, Any]) -> list[list[str]]:
         if headers:
             text += f" headers={headers}"
         # Record lines sit under their batch: offset first, the content in the wide column.
-        under = glyph("↳", "->")
         rows.append([f"{under} {r['offset']}", "", "", "", "", "", "", "",
-                     iso_ms(r["timestamp"]), "", text])
+                     _iso_ms(r["timestamp"]), "", text])
     return rows
+
+
+_SECONDS: dict[int, str] = {}  # epoch second -> its ISO text, for the records of a chunk
+ISO_EXACT_BELOW = 1 << 42  # iso_ms' float seconds are exact to the millisecond below it
+
+
+def _iso_ms(ms: int) -> str:
+    """``iso_ms(ms)``, the text of each second made once (records of a batch share it)."""
+    if not 0 <= ms < ISO_EXACT_BELOW:
+        return iso_ms(ms)
+    second, milli = divmod(ms, 1000)
+    head = _SECONDS.get(second)
+    if head is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        head = _SECONDS[second] = iso_ms(second * 1000)[:-5]
+    return f"{head}.{milli:03d}Z"
 
 
 def _metadata_text(r: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ rich measures and renders every cell through several layers of objects (~0.5 ms 
 ``NO_COLOR``) a table whose cells are plain printable ASCII and whose columns all fit at their
 natural widths prints as fixed-width lines; :func:`plain_table_text` writes those lines itself
 and returns None for anything else (colours, markup or emoji codes that change a cell,
-spaces at either end of a cell, characters of other widths, an empty column, a table that
+spaces at either end of a cell, characters other than printable ASCII and the one-cell
+glyphs ``↳`` and ``…``, an empty column, a table that
 must shrink or drop columns), which rich then renders.
 tests/test_plain_table.py proves the text equal to rich's.
 """
@@ -26,11 +27,14 @@ class Col(Protocol):
     justify: str
 
 _PRINTABLE_ASCII = frozenset(chr(c) for c in range(32, 127))
+# Besides printable ASCII, the one-cell glyphs kafkatx itself writes (``glyph``): a record's
+# arrow under its batch (dump) and ``shorten``'s ellipsis.
+_ONE_CELL = _PRINTABLE_ASCII | {"\u21b3", "\u2026"}
 
 
 def cell_text(out: Console, cell: str) -> str | None:
     """The cell as rich shows it (markup applied), or None when that is not plain printable
-    ASCII or holds an emoji code."""
+    ASCII (and the glyphs of ``_ONE_CELL``) or holds an emoji code."""
     from rich._emoji_replace import _emoji_replace
 
     if "[" in cell:
@@ -39,7 +43,7 @@ def cell_text(out: Console, cell: str) -> str | None:
         return None
     else:
         text = cell
-    if not text.isascii() or not _PRINTABLE_ASCII.issuperset(text):
+    if not (_PRINTABLE_ASCII if text.isascii() else _ONE_CELL).issuperset(text):
         return None
     if text != text.strip(" "):  # rich strips a right-justified cell's trailing spaces
         return None
@@ -52,28 +56,41 @@ def plain_table_text(out: Console, columns: Sequence[Col], rows: Sequence[Sequen
     spaces between columns) on ``out``, or None where only rich can tell."""
     if out.color_system is not None or not rows:
         return None
-    texts: list[list[str]] = []
-    known: dict[str, str | None] = {}  # a column's cells repeat (a status, a producer)
-    for cells in ([[c.name for c in columns]] if show_header else []) + [list(r) for r in rows]:
-        line = []
-        for cell in cells:
-            text = known[cell] if cell in known else known.setdefault(cell, cell_text(out, cell))
-            if text is None:
-                return None
-            line.append(text)
-        texts.append(line)
-    widths = [max(len(line[i]) for line in texts) for i in range(len(columns))]
+    shown: list[Sequence[str]] = []
+    for col, cells in zip(columns, zip(*rows, strict=True), strict=True):
+        if show_header:
+            cells = (col.name, *cells)
+        texts = _column_texts(out, cells)
+        if texts is None:
+            return None
+        shown.append(texts)
+    widths = [max(map(len, texts)) for texts in shown]
     if 0 in widths:  # rich sizes an empty column its own way
         return None
     if sum(widths) + gap * (len(columns) - 1) > out.width:
         return None
-    last = len(columns) - 1
-    lines = []
-    for line in texts:
-        parts = []
-        for i, (text, width, col) in enumerate(zip(line, widths, columns, strict=True)):
-            parts.append(text.rjust(width) if col.justify == "right" else text.ljust(width))
-            if i < last:
-                parts.append(" " * gap)
-        lines.append("".join(parts))
-    return "\n".join(lines) + "\n"
+    line = (" " * gap).join(f"%{w}s" if col.justify == "right" else f"%-{w}s"
+                            for w, col in zip(widths, columns, strict=True))
+    return "\n".join(line % cells for cells in zip(*shown, strict=True)) + "\n"
+
+
+def _column_texts(out: Console, cells: Sequence[str]) -> Sequence[str] | None:
+    """:func:`cell_text` of each of ``cells``, or None when one has none."""
+    from rich._emoji_replace import _emoji_replace
+
+    distinct = set(cells)  # a column's cells repeat (a status, a producer, empty cells)
+    # All at once, when no cell has markup, an emoji code (a space between cells ends any
+    # ``:name:`` span), spaces at an end, or characters beyond the plain ones: shown as they are.
+    joined = " ".join(distinct)
+    lines = "\n".join(distinct)
+    if ("[" not in joined and (":" not in joined or _emoji_replace(joined) == joined)
+            and ((joined.isascii() and joined.isprintable()) or _ONE_CELL.issuperset(joined))
+            and lines[:1] != " " and lines[-1:] != " " and " \n" not in lines
+            and "\n " not in lines):
+        return cells
+    known = {cell: cell_text(out, cell) for cell in distinct}
+    if None in known.values():
+        return None
+    if all(cell == text for cell, text in known.items()):
+        return cells
+    return [known[cell] for cell in cells]  # type: ignore[misc]

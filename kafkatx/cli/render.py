@@ -459,5 +459,7 @@ def render_cluster_summary(c: dict[str, Any], out: Console) -> None:
 def shorten(v: Any, width: int = 60) -> str:
     """A cell's text cut to ``width`` with an ellipsis (``null`` for None)."""
     s = "null" if v is None else str(v)
+    if len(s) <= width:
+        return s
     more = glyph("…", "...")
-    return s if len(s) <= width else s[: width - len(more)] + more
+    return s[: width - len(more)] + more
