@@ -74,11 +74,15 @@ def test_columns_write_the_table_the_records_did(tmp_path_factory: pytest.TempPa
         with ParquetRecords(str(target)) as out:
             run = out.tee_formatter(printer.segment, view)(
                 data, headers, rows, codes, beyond, lo, hi, "f")
+            step = draw.draw(st.integers(1, 6))  # replay_segment's ROWS_AT_ONCE
             i = 0
             while i < n:
-                i, stopped = run(i, n)
-                if stopped or i >= n:
+                end = min(i + step, n)
+                i, stopped = run(i, end)
+                if stopped:
                     break
+                if i == end:
+                    continue
                 records, stopped = _python_records(data, headers, [i], [int(codes[i])],
                                                    [bool(beyond[i])], lo, hi, view)
                 for r in records:

@@ -119,48 +119,55 @@ class ParquetRecords:
         if _record_columns is None or self.target is None:
             return lambda i, end: (i, False)
         high = INT64_MAX if max_offset is None else max_offset
-        templates, index = batch_templates(headers, rows, codes, beyond, self._template)
-        sample = np.array([-1 if t is None else t[0] for t in templates], dtype=np.int64)
-        split = np.array([INT64_MIN if t is None else t[1] for t in templates], dtype=np.int64)
-        columns = batch_columns(headers, rows)
-        n = len(rows)
 
-        def add(buffers: tuple[bytes, ...], row_base: int) -> None:
-            batch_rows = np.frombuffer(buffers[2], dtype=np.int64) + row_base
-            which = index[batch_rows]
-            offsets = np.frombuffer(buffers[0], dtype=np.int64)
-            side = sample[which] * 2 + (offsets >= split[which])
-            self._add_columns(buffers, side, batch_rows)
+        def run(start: int, end: int) -> tuple[int, bool]:
+            # The run's own header columns and templates: nothing is held per batch of the
+            # segment (the caller's runs are ROWS_AT_ONCE batches).
+            chunk = rows[start:end]
+            templates, index = batch_templates(headers, chunk, codes[start:end],
+                                               beyond[start:end], self._template)
+            sample = np.array([-1 if t is None else t[0] for t in templates], dtype=np.int64)
+            split = np.array([INT64_MIN if t is None else t[1] for t in templates],
+                             dtype=np.int64)
+            columns = batch_columns(headers, chunk)
+            n = len(chunk)
 
-        def run(i: int, end: int) -> tuple[int, bool]:
-            while i < end:
+            def add(buffers: tuple[bytes, ...], row_base: int) -> None:
+                batch_rows = np.frombuffer(buffers[2], dtype=np.int64) + row_base
+                which = index[batch_rows]
+                offsets = np.frombuffer(buffers[0], dtype=np.int64)
+                side = sample[which] * 2 + (offsets >= split[which])
+                self._add_columns(buffers, side, batch_rows + start)
+
+            i = 0
+            while i < n:
                 i, stopped, left, buffers = _record_columns(
-                    data, n, *columns, index, min_offset, high, i, end, MAX_BYTES)
+                    data, n, *columns, index, min_offset, high, i, n, MAX_BYTES)
                 add(buffers, 0)
-                if stopped or i >= end:
-                    return i, stopped
+                if stopped or i >= n:
+                    return start + i, stopped
                 if left == LEFT_FULL:
                     continue
                 attributes = int(columns[2][i])
                 if index[i] < 0 or not attributes & COMPRESSION_MASK:
-                    return i, False
+                    return start + i, False
                 try:
                     payload, _ = payload_at(data, int(columns[0][i]), int(columns[1][i]),
                                             attributes & COMPRESSION_MASK, path)
                 except FormatError:
-                    return i, False
+                    return start + i, False
                 one = [np.array([v], dtype=np.int64) for v in (
                     0, HEADER_SIZE + len(payload), attributes & ~COMPRESSION_MASK,
                     columns[3][i], columns[4][i], columns[5][i], columns[6][i], index[i])]
                 _, stopped, left, buffers = _record_columns(
                     bytes(HEADER_SIZE) + payload, 1, *one, min_offset, high, 0, 1, 1 << 62)
                 if left:
-                    return i, False
+                    return start + i, False
                 add(buffers, i)
                 i += 1
                 if stopped:
-                    return i, True
-            return i, False
+                    return start + i, True
+            return start + n, False
 
         return run
 
