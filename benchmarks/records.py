@@ -89,9 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=100_000, help="data batches")
     ap.add_argument("--records", type=int, default=10, help="records per data batch")
-    ap.add_argument("--commands", default=",".join(c for c in COMMANDS if c != "dump-table"),
-                    help=f"of {', '.join(COMMANDS)} (default: all but dump-table, which "
-                    "rich renders at ~1.5 ms a record)")
+    ap.add_argument("--commands", default=",".join(COMMANDS),
+                    help=f"of {', '.join(COMMANDS)} (default: all)")
     ap.add_argument("--no-kafka", action="store_true", help="leave kafka-dump-log.sh out")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--kafkatx-root", type=Path, default=ROOT)

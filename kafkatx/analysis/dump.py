@@ -64,7 +64,6 @@ from kafkatx.formats.segment_scan import (
     NO_CONTROL,
     SegmentScan,
     page_releaser,
-    scan_segment,
     scan_segment_chunks,
 )
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
@@ -282,16 +281,14 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
             for scan in _scan_chunks(data, file):
                 yield from _scan_items(scan, flt, file)
             return
-        if encoded and topic is None and lines is not None and HAVE_LINES:
-            for scan in _scan_chunks(data, file):
-                yield from line_items(data, scan, flt, file, lines,
-                                      _slow_items(data, flt, file), _segment_problem)
-            return
         if encoded and topic is None and HAVE_FORMATTER:
-            scan = scan_segment(data, path=file)
-            if bool(np.all(scan.headers.magic == 2)):
-                yield from _encoded_items(data, scan, flt, file)
-                return
+            for scan in _scan_chunks(data, file):
+                if lines is not None and HAVE_LINES:
+                    yield from line_items(data, scan, flt, file, lines,
+                                          _slow_items(data, flt, file), _segment_problem)
+                else:
+                    yield from _encoded_items(data, scan, flt, file)
+            return
         for entry in iter_segment(data, path=file, decode_records=False):
             if isinstance(entry, SegmentProblem):
                 yield _segment_problem(entry, file)
@@ -348,20 +345,14 @@ def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpF
 
 def _encoded_items(data: bytes, scan: SegmentScan, flt: DumpFilter, file: str
                    ) -> Iterator[dict]:
-    """The items of a segment of v2 batches of a data topic, each batch's records already
-    JSON text (``RawJsonList``) from the C formatter (:func:`_encoded_batch`)."""
-    release = page_releaser(data)  # a mapped segment's pages dropped behind the output
-    released = n = 0
+    """The items of a scanned chunk of a data topic's segment, each v2 batch's records
+    already JSON text (``RawJsonList``) from the C formatter (:func:`_encoded_batch`)."""
     encoded = _encoded_batch(data, flt, file)
     for _, item in _scan_rows(scan, flt, file):
-        if item["kind"] != "batch":
+        if item["kind"] == "batch":
+            yield from encoded(item)
+        else:
             yield item
-            continue
-        n += 1
-        if release is not None and n % 1024 == 0:
-            release(released, item["position"])
-            released = item["position"]
-        yield from encoded(item)
 
 
 def _encoded_batch(data: Any, flt: DumpFilter, file: str) -> Callable[[dict], Iterator[dict]]:

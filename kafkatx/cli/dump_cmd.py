@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,9 +16,11 @@ from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.progress import ScanProgress, output_progress
-from kafkatx.cli.render import Col, FitTable, shorten
 from kafkatx.errors import MissingPathError
 from kafkatx.formats.raw_json import RawJsonList
+
+if TYPE_CHECKING:  # the table's renderers load only for a table (-f json/jsonl: no rich)
+    from kafkatx.cli.render import FitTable
 
 TABLE_CHUNK = 200
 
@@ -185,6 +187,8 @@ def _batch_row(b: dict[str, Any]) -> list[str]:
 
 
 def _record_rows(b: dict[str, Any]) -> list[list[str]]:
+    from kafkatx.cli.render import shorten
+
     rows = []
     records = b.get("records", [])
     if isinstance(records, RawJsonList):  # a data batch's records as the C formatter wrote them
@@ -273,6 +277,8 @@ def _compact(x: Any) -> str:
 
 
 def _row(item: dict[str, Any]) -> list[list[str]]:
+    from kafkatx.cli.render import shorten
+
     k = item["kind"]
     if k == "index_entry":
         return [[str(item["offset"]), str(item["position"])]]
@@ -309,6 +315,8 @@ _GIVE_WAY = {("batch", "codec"): 9, ("batch", "size"): 8, ("batch", "n"): 7,
 
 
 def _new_table(kind: str, title: str | None, header: bool) -> FitTable:
+    from kafkatx.cli.render import Col, FitTable
+
     columns = _COLUMNS.get(kind, [("value", "left")])
     return FitTable([Col(name, justify, give_way=_GIVE_WAY.get((kind, name), 0),
                          wrap=i == len(columns) - 1 and justify == "left")

@@ -90,11 +90,14 @@ filters = st.builds(
     to_offset=st.one_of(st.none(), st.integers(0, 90)))
 
 
-def _written(paths: list[str], flt: DumpFilter, *, array: bool, fast: bool) -> str:
+def _written(paths: list[str], flt: DumpFilter, *, array: bool, fast: bool,
+             lines: bool = True) -> str:
+    """The JSON text of the dump items: the Python items (not ``fast``), or the C formatter's
+    (``fast``: records as ``RawJsonList``, with ``lines`` whole batches' text)."""
     out = io.StringIO()
     writer = JsonWriter(out, array=array)
     for item in dump(paths, flt, records=True, stats=DumpStats(), encoded=fast,
-                     lines=writer.item_separator if fast else None):
+                     lines=writer.item_separator if fast and lines else None):
         if item["kind"] == "encoded":
             writer.write_encoded(item["text"])
         else:
@@ -120,6 +123,8 @@ def test_generated_segments_dump_as_the_python_items(
         mp.setattr(dump_lines, "TEXT_AT_ONCE", text_at_once)
         fast = _written([str(seg)], flt, array=array, fast=True)
         assert fast == _written([str(seg)], flt, array=array, fast=False)
+        # the records of each batch from the C formatter (what the table takes)
+        assert fast == _written([str(seg)], flt, array=array, fast=True, lines=False)
 
 
 def test_fixture_segments_dump_as_the_python_items(monkeypatch: pytest.MonkeyPatch) -> None:
