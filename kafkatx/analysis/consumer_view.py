@@ -20,13 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
-from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay import ALL_SETTLED, OffsetsWentBack, PartitionReplayer
 from kafkatx.analysis.replay_result import ReplayResult
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import ControlType, Record, render_bytes
 from kafkatx.formats.record_decode import read_records_at
-from kafkatx.formats.segment_scan import SegmentScan, page_releaser, scan_segment
+from kafkatx.formats.segment_scan import (
+    SegmentScan,
+    page_releaser,
+    scan_segment_chunks,
+)
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.semantics.read_committed import (
     CODE_ABORTED,
@@ -51,7 +55,13 @@ from kafkatx.storage.readers import read_txn_index_file, scan_segment_file, segm
 #: rows ``i`` up to ``end`` (indexes into those rows) as far as it can and returns where it
 #: stopped (a row it leaves to be decoded here, or ``end``) and whether the consumer stops.
 BatchFormatter = Callable[..., Callable[[int, int], tuple[int, bool]]]
-ROWS_AT_ONCE = 1024  # batches between progress reports
+# Bytes of a segment scanned and held as columns at once (at most ~69,000 batches, ~7 MB).
+CHUNK_BYTES = 4 << 20
+ROWS_AT_ONCE = 1024  # batches between progress reports, at most
+# Bytes of the segment whose records are formatted at once, at most (their text, ~3x that, is
+# one allocation: a few hundred KB are reused by the allocator, tens of MB would be mapped and
+# unmapped again each time, faulting every page of them in anew).
+BYTES_AT_ONCE = 1 << 17
 
 VISIBLE = None
 ABORTED = "aborted"
@@ -116,6 +126,13 @@ def _scan(path: Path) -> SegmentScan:
     return scan_segment_file(path)
 
 
+def _scan_chunks(path: Path) -> Iterator[SegmentScan]:
+    """A segment's scan a chunk of batches at a time, the file open (mapped when large)."""
+    with segment_buffer(path) as data:
+        yield from scan_segment_chunks(data, path=str(path), window=CHUNK_BYTES,
+                                       release=page_releaser(data))
+
+
 def prepare(
     pdir: PartitionDir,
     *,
@@ -138,37 +155,46 @@ def prepare(
     ``high_watermark_at_log_end``: the broker leads the partition as its only replica, so its
     HW is the log end offset (``kafkatx.semantics.leader_high_watermark``).
     """
-    read_scan = _scan if scan is None else scan
     if after_restart:
         if as_of_offset is not None:
             raise KafkatxError("--as-of-offset replays the log as it stood at an offset; "
                                "--after-restart replays it as a broker loads it now: give one")
         return _after_restart(pdir, isolation=isolation,
                               high_watermark=None if high_watermark_at_log_end
-                              else high_watermark, scan=read_scan, now_ms=now_ms)
-    # The segment scanned last, kept: the load below reads the log's tail again right after
-    # the replay (one scan's columns held at a time).
-    last: dict[Path, SegmentScan] = {}
+                              else high_watermark, scan=_scan if scan is None else scan,
+                              now_ms=now_ms)
+    args = (pdir, isolation, high_watermark, as_of_offset, index_source, scan, log_start_offset,
+            high_watermark_at_log_end)
+    # Completed transactions are forgotten once settled below the HW the view is read at (it
+    # ends at or above min(checkpoint, log end)): what is kept is the open ones.
+    settled = ALL_SETTLED if high_watermark is None or (
+        high_watermark_at_log_end and as_of_offset is None) else high_watermark
+    try:
+        return _prepare(*args, forget_settled=settled)
+    except OffsetsWentBack:  # what was forgotten may matter again: everything kept
+        return _prepare(*args, forget_settled=None)
 
-    def scan_of(path: Path) -> SegmentScan:
-        if path not in last:
-            last.clear()
-            last[path] = read_scan(path)
-        return last[path]
 
-    replayer = PartitionReplayer()
+def _prepare(pdir: PartitionDir, isolation: IsolationLevel, high_watermark: int | None,
+             as_of_offset: int | None, index_source: str,
+             scan: Callable[[Path], SegmentScan] | None, log_start_offset: int | None,
+             high_watermark_at_log_end: bool, *, forget_settled: int | None) -> ConsumerView:
+    replayer = PartitionReplayer(forget_settled=forget_settled)
     notes: list[str] = []
     end_cut = as_of_offset
     logs = [seg for seg in pdir.segments if seg.log is not None
             and (end_cut is None or seg.base_offset < end_cut)]
 
     def scans(start: int = 0) -> Iterator[SegmentScan]:
+        """The segments holding offsets >= ``start``, a chunk of batches at a time (one scan
+        a segment from a given ``scan``)."""
         for i, seg in enumerate(logs):
             if i + 1 < len(logs) and logs[i + 1].base_offset <= start:
                 continue
             assert seg.log is not None
-            scan = scan_of(seg.log)
-            yield scan if end_cut is None else _truncate_scan(scan, end_cut)
+            chunks = _scan_chunks(seg.log) if scan is None else iter((scan(seg.log),))
+            for chunk in chunks:
+                yield chunk if end_cut is None else _truncate_scan(chunk, end_cut)
 
     for segment_scan in scans():
         replayer.feed(segment_scan)
@@ -192,8 +218,8 @@ def prepare(
     first_base = pdir.segments[0].base_offset if pdir.segments else 0
     log_start = first_base if log_start_offset is None else max(log_start_offset, first_base)
     loaded = load_partition(replay, read_snapshots(pdir.snapshots), scans,
-                            log_start_offset=log_start, log_end_offset=leo, high_watermark=hw)
-    last.clear()
+                            log_start_offset=log_start, log_end_offset=leo, high_watermark=hw,
+                            forget_settled=forget_settled)
     stable = loaded.stable
     hw = leo if stable.high_watermark is None else stable.high_watermark
     rebuilt = [AbortedTxnEntry(producer_id=a.producer_id, first_offset=a.first_offset,
@@ -391,7 +417,8 @@ def replay_segment(
     columns (``decide_batches``); records are decoded only for the batches that yield them.
     ``formatter`` (jsonl/csv output) is offered the batches first: the records it writes
     itself are not yielded. ``on_bytes`` is told how far into the segment the replay got
-    (in bytes, every ``ROWS_AT_ONCE`` batches and at its end), for a progress bar.
+    (in bytes, every ``ROWS_AT_ONCE`` batches or ``BYTES_AT_ONCE`` bytes and at its end), for
+    a progress bar.
     """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
@@ -405,79 +432,86 @@ def replay_segment(
     for a in sorted(aborted):
         aborted_firsts.setdefault(a.producer_id, []).append(a.first_offset)
     log = fetch.log
+    reported = 0
+    ended = False  # the consumer stopped in this segment
     with segment_buffer(log) as data:
-        scan = scan_segment(data, path=str(log))
-        h = scan.headers
-        base_all = h.base_offset
-        in_log = base_all < view.log_end_offset
-        limit = view.valid_bytes.get(fetch.base_offset)
-        if limit is not None:  # recovery cuts the segment after its last valid batch
-            in_log &= h.next_position <= limit
-        rows = np.flatnonzero((h.last_offset >= fetch_offset) & in_log)
-        base = base_all[rows]
-        beyond = base >= max_offset
-        # The consumer stops at the first batch past ``to_offset``, or past the fetch bound
-        # when hidden records are not shown.
-        stops = (base > to_offset) if to_offset is not None else np.zeros(len(rows), bool)
-        if not show_hidden:
-            stops |= beyond
-        stop = int(np.argmax(stops)) if stops.any() else len(rows)
-        rows, beyond = rows[:stop], beyond[:stop]
-        codes = np.full(len(rows), CODE_DELIVER, dtype=np.int8)
-        within = rows[~beyond]
-        codes[~beyond] = decide_batches(
-            flt, h.producer_id[within], h.is_transactional[within], h.is_control[within],
-            h.last_offset[within],
-            h.is_control[within] & (scan.control_type[within] == ControlType.ABORT))
-        shown = ~h.is_control[rows] & (codes != CODE_CONTROL)
-        if not show_hidden:
-            shown &= codes != CODE_ABORTED
-        if only_hidden:
-            shown &= beyond | (codes == CODE_ABORTED)
-        sel, sel_codes, sel_beyond = rows[shown], codes[shown], beyond[shown]
-        run = None if formatter is None else formatter(
-            data, h, sel, sel_codes, sel_beyond, max(fetch_offset, start), to_offset, str(log))
-        reported = i = 0
         release = page_releaser(data)  # a mapped segment's pages dropped behind the replay
-        while i < len(sel):
-            if on_bytes is not None or release is not None:
-                at = int(h.position[sel[i]])
-                if on_bytes is not None:
-                    on_bytes(at - reported)
-                if release is not None:
-                    release(reported, at)
-                reported = at
-            end = min(i + ROWS_AT_ONCE, len(sel))
-            if run is not None:
-                i, stopped = run(i, end)
-                if stopped:
-                    return True
-                if i == end:
-                    continue
-                end = i + 1  # the batch the formatter leaves: decoded here
-            for j, decision, past in zip(sel[i:end].tolist(), sel_codes[i:end].tolist(),
-                                         sel_beyond[i:end].tolist(), strict=True):
-                records = _batch_records(data, h, j, str(log), on_problem)
-                if records is None:
-                    continue
-                pid = int(h.producer_id[j])
-                epoch = int(h.producer_epoch[j])
-                is_txn = bool(h.is_transactional[j])
-                for rec in records:
-                    if rec.offset < fetch_offset or rec.offset < start:
-                        continue
-                    if to_offset is not None and rec.offset > to_offset:
+        for scan in scan_segment_chunks(data, path=str(log), window=CHUNK_BYTES,
+                                        release=release):
+            h = scan.headers
+            in_log = h.base_offset < view.log_end_offset
+            limit = view.valid_bytes.get(fetch.base_offset)
+            if limit is not None:  # recovery cuts the segment after its last valid batch
+                in_log &= h.next_position <= limit
+            rows = np.flatnonzero((h.last_offset >= fetch_offset) & in_log)
+            base = h.base_offset[rows]
+            beyond = base >= max_offset
+            # The consumer stops at the first batch past ``to_offset``, or past the fetch
+            # bound when hidden records are not shown.
+            stops = (base > to_offset) if to_offset is not None else np.zeros(len(rows), bool)
+            if not show_hidden:
+                stops |= beyond
+            stop = int(np.argmax(stops)) if stops.any() else len(rows)
+            rows, beyond = rows[:stop], beyond[:stop]
+            codes = np.full(len(rows), CODE_DELIVER, dtype=np.int8)
+            within = rows[~beyond]
+            codes[~beyond] = decide_batches(
+                flt, h.producer_id[within], h.is_transactional[within], h.is_control[within],
+                h.last_offset[within],
+                h.is_control[within] & (scan.control_type[within] == ControlType.ABORT))
+            shown = ~h.is_control[rows] & (codes != CODE_CONTROL)
+            if not show_hidden:
+                shown &= codes != CODE_ABORTED
+            if only_hidden:
+                shown &= beyond | (codes == CODE_ABORTED)
+            sel, sel_codes, sel_beyond = rows[shown], codes[shown], beyond[shown]
+            sel_position = h.position[sel]
+            run = None if formatter is None or not len(sel) else formatter(
+                data, h, sel, sel_codes, sel_beyond, max(fetch_offset, start), to_offset,
+                str(log))
+            i = 0
+            while i < len(sel):
+                if on_bytes is not None or release is not None:
+                    at = int(sel_position[i])
+                    if on_bytes is not None:
+                        on_bytes(at - reported)
+                    if release is not None:
+                        release(reported, at)
+                    reported = at
+                end = min(i + ROWS_AT_ONCE, max(i + 1, int(np.searchsorted(
+                    sel_position, sel_position[i] + BYTES_AT_ONCE))))
+                if run is not None:
+                    i, stopped = run(i, end)
+                    if stopped:
                         return True
-                    first = max((f for f in aborted_firsts.get(pid, ()) if f <= rec.offset),
-                                default=None)
-                    yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past, view,
-                                   marker_of.get((pid, first if first is not None else -1)),
-                                   first)
-            i = end
+                    if i == end:
+                        continue
+                    end = i + 1  # the batch the formatter leaves: decoded here
+                for j, decision, past in zip(sel[i:end].tolist(), sel_codes[i:end].tolist(),
+                                             sel_beyond[i:end].tolist(), strict=True):
+                    records = _batch_records(data, h, j, str(log), on_problem)
+                    if records is None:
+                        continue
+                    pid = int(h.producer_id[j])
+                    epoch = int(h.producer_epoch[j])
+                    is_txn = bool(h.is_transactional[j])
+                    for rec in records:
+                        if rec.offset < fetch_offset or rec.offset < start:
+                            continue
+                        if to_offset is not None and rec.offset > to_offset:
+                            return True
+                        first = max((f for f in aborted_firsts.get(pid, ())
+                                     if f <= rec.offset), default=None)
+                        yield classify(rec, pid, epoch, is_txn, DECISIONS[decision], past,
+                                       view, marker_of.get((pid, first if first is not None
+                                                            else -1)), first)
+                i = end
+            if stop < len(stops):
+                ended = True
+                break
         if on_bytes is not None:
-            on_bytes(scan.size - reported)
-        del scan
-    return stop < len(stops)
+            on_bytes(len(data) - reported)
+    return ended
 
 
 def _batch_records(data: bytes | mmap.mmap, h: HeaderColumns, j: int, path: str,

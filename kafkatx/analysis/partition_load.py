@@ -65,14 +65,17 @@ def loadable_snapshot(snapshots: Iterable[SnapshotFile], log_start_offset: int,
     return max(usable, key=lambda s: s.offset) if usable else None
 
 
-def replay_from_snapshot(snap: SnapshotFile, tail: TailScans) -> ReplayResult:
-    """The snapshot's producers, then every batch from its offset on.
+def replay_from_snapshot(snap: SnapshotFile, tail: TailScans,
+                         forget_settled: int | None = None) -> ReplayResult:
+    """The snapshot's producers, then every batch from its offset on (``forget_settled``: as
+    ``PartitionReplayer`` takes it).
 
     Producers are not expired on load (the broker's clock at restart is unknown offline).
     """
     state = ProducerStateManager()
     state.load_snapshot(list(snap.snapshot.entries), snap.offset)
-    replayer = PartitionReplayer(state=state, start_offset=snap.offset)
+    replayer = PartitionReplayer(state=state, start_offset=snap.offset,
+                                 forget_settled=forget_settled)
     for scan in tail(snap.offset):
         replayer.feed(scan)
     return replayer.result
@@ -86,15 +89,17 @@ def load_partition(
     log_start_offset: int,
     log_end_offset: int,
     high_watermark: int | None,
+    forget_settled: int | None = None,
 ) -> LoadedPartition:
     """The state a broker loading this partition has, its LSO, and ``full``'s transactions
-    reconciled with it (in place)."""
+    reconciled with it (in place). ``forget_settled``: ``full`` was replayed so (its settled
+    transactions forgotten), and the snapshot's tail is replayed so too."""
     snap = loadable_snapshot(snapshots, log_start_offset, log_end_offset)
     if snap is None:
         state = full.state
         snap_replay = None
     else:
-        snap_replay = replay_from_snapshot(snap, tail)
+        snap_replay = replay_from_snapshot(snap, tail, forget_settled)
         state = snap_replay.state
         _keep_unreplicated(state, full.state, snap.offset)
         _reconcile(full, snap_replay)

@@ -53,6 +53,12 @@ from kafkatx.semantics.producer_state_columnar import (
 )
 
 RUN_ROWS = 1 << 18  # batches the columnar replay plans at once
+ALL_SETTLED = (1 << 63) - 1  # ``forget_settled``: every completed transaction, up to the log end
+
+
+class OffsetsWentBack(Exception):
+    """Raised by a replayer that forgets settled transactions (``forget_settled``) at a batch
+    whose offsets are not above the previous one's: what it forgot may matter again."""
 
 
 def run_columns(scan: SegmentScan, keep: npt.NDArray[np.intp] | None = None) -> RunColumns:
@@ -85,12 +91,21 @@ class PartitionReplayer:
         topic: str | None = None,
         columnar: bool = True,
         run_rows: int = RUN_ROWS,
+        forget_settled: int | None = None,
     ) -> None:
         """``columnar``: replay the common case in bulk (:mod:`producer_state_columnar`);
         False: every batch through the per-batch core (the reference; same results).
-        ``run_rows``: the columnar path plans at most this many batches at a time."""
+        ``run_rows``: the columnar path plans at most this many batches at a time.
+        ``forget_settled``: a high watermark the state will be read at (``ALL_SETTLED``: the
+        log end): after each ``feed``, the transactions completed below it and below the log
+        end so far are dropped from ``result.transactions`` and from the unreplicated ones of
+        the state (``onHighWatermarkUpdated`` drops them anyway), so that what is kept is the
+        open transactions, not all of them; only for offsets that only go up
+        (``OffsetsWentBack`` otherwise)."""
         self.columnar = columnar
         self.run_rows = run_rows
+        self.forget_settled = forget_settled
+        self._fed_end: int | None = None  # the last offset fed so far (forget_settled)
         self.result = ReplayResult(state=state or ProducerStateManager())
         # Offset commits in __consumer_offsets are appended by the group coordinator (origin
         # COORDINATOR: epochs checked, sequences not, every batch at base sequence 0).
@@ -129,11 +144,44 @@ class PartitionReplayer:
                     offset=off, entries=self.result.state.snapshot_entries())
 
     def feed(self, scan: SegmentScan) -> None:
-        """Replay one segment's batches (call in segment order)."""
+        """Replay one segment's batches (call in segment order; a segment may come in chunks
+        of consecutive batches, ``segment_scan.scan_segment_chunks``)."""
+        if self.forget_settled is not None:
+            self._check_offsets_go_up(scan.headers)
         if self.columnar:
             self._feed_columnar(scan)
         else:
             self.feed_per_batch(scan)
+        if self.forget_settled is not None:
+            self._forget_settled(min(self.forget_settled, self.result.log_end_offset))
+
+    def _check_offsets_go_up(self, h: HeaderColumns) -> None:
+        if not len(h):
+            return
+        if self.start_offset is not None:
+            keep = h.last_offset >= self.start_offset
+            base, last = h.base_offset[keep], h.last_offset[keep]
+        else:
+            base, last = h.base_offset, h.last_offset
+        if not len(base):
+            return
+        if (bool((base[1:] <= last[:-1]).any()) or bool((last < base).any())
+                or (self._fed_end is not None and int(base[0]) <= self._fed_end)):
+            raise OffsetsWentBack(f"offsets go back at or before offset {int(base[0])}")
+        self._fed_end = int(last[-1])
+
+    def _forget_settled(self, high_watermark: int) -> None:
+        """Drop what no longer decides anything once the HW reaches ``high_watermark``: the
+        completed transactions with their marker below it (the state's newest unreplicated
+        one stays: ``_bulk`` compares offsets with it)."""
+        res = self.result
+        res.transactions = [t for t in res.transactions
+                            if t.marker_offset is None or t.marker_offset >= high_watermark]
+        unreplicated = res.state.unreplicated_txns
+        if len(unreplicated) > 1:
+            newest = unreplicated.values_by_key[unreplicated.keys[-1]]
+            unreplicated.retain(lambda txn: txn is newest or txn.last_offset is None
+                                or txn.last_offset >= high_watermark)
 
     def _note_timestamps(self, h: HeaderColumns) -> None:
         res = self.result

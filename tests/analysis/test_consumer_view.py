@@ -199,13 +199,16 @@ def test_missing_txnindex_shows_aborted_data_and_rebuild_fixes_it(tmp_path: Path
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> list[tuple[str, int, int]]:
-    """(action, producer, size) steps; every transaction is closed before the end."""
+def histories(draw: st.DrawFn, actions: tuple[str, ...] = ("data", "data", "plain", "commit",
+                                                          "abort", "roll"),
+              close: bool = True, steps_at_most: int = 25) -> list[tuple[str, int, int]]:
+    """(action, producer, size) steps; with ``close``, every transaction is closed before the
+    end."""
     steps = []
     open_pids: set[int] = set()
-    for _ in range(draw(st.integers(1, 25))):
+    for _ in range(draw(st.integers(1, steps_at_most))):
         pid = draw(st.integers(1, 3))
-        action = draw(st.sampled_from(["data", "data", "plain", "commit", "abort", "roll"]))
+        action = draw(st.sampled_from(actions))
         if action in ("commit", "abort") and pid not in open_pids:
             action = "data"
         if action == "plain" and pid in open_pids:
@@ -215,7 +218,8 @@ def histories(draw: st.DrawFn) -> list[tuple[str, int, int]]:
         if action in ("commit", "abort"):
             open_pids.discard(pid)
         steps.append((action, pid, draw(st.integers(1, 3))))
-    steps.extend(("abort", pid, 1) for pid in sorted(open_pids))
+    if close:
+        steps.extend(("abort", pid, 1) for pid in sorted(open_pids))
     return steps
 
 
