@@ -535,6 +535,8 @@ class PartitionReplayer:
         pids = plan.producer_id[plan.txn_producer]
         txn_objs: dict[int, Transaction] = {}
         new_meta: list[tuple[int, TxnMetadata]] = []
+        unkept = self._settled_in_run(start_refs, marker_refs, marker_offset, pids,
+                                      int(cols.last_offset[-1]))
         for ref, pid, first, epoch, last_data, first_ts, last_ts, batches, records in zip(
                 start_refs.tolist(), pids[start_refs].tolist(),
                 plan.txn_first_offset[start_refs].tolist(), plan.txn_epoch[start_refs].tolist(),
@@ -543,12 +545,14 @@ class PartitionReplayer:
                 plan.txn_last_timestamp[start_refs].tolist(),
                 plan.txn_batches[start_refs].tolist(), plan.txn_records[start_refs].tolist(),
                 strict=True):
+            new_meta.append((first, TxnMetadata(pid, first)))
+            if ref in unkept:
+                continue
             txn = Transaction(producer_id=pid, producer_epoch=epoch, first_offset=first,
                               last_data_offset=last_data, first_timestamp=first_ts,
                               last_timestamp=last_ts, batches=batches, records=records)
             txn_objs[ref] = txn
             res.transactions.append(txn)
-            new_meta.append((first, TxnMetadata(pid, first)))
         metas = [m for _, m in new_meta]
         done: list[tuple[int, TxnMetadata]] = []
         aborted = cols.control_type[marker_rows] == ControlType.ABORT
@@ -569,6 +573,9 @@ class PartitionReplayer:
                 res.expected_aborted.append(ExpectedAbortedTxn(
                     producer_id=pid, first_offset=meta.first_offset, last_offset=off,
                     last_stable_offset=stable))
+            if ref in unkept:
+                self._open.pop(pid, None)
+                continue
             txn = txn_objs.get(ref) or self._open[pid]
             self._open.pop(pid, None)
             self._last_closed[pid] = txn
@@ -592,6 +599,28 @@ class PartitionReplayer:
                                     if still[n_before + i]])
         psm.unreplicated_txns.put_all(done)
         return True
+
+    def _settled_in_run(self, start_refs: npt.NDArray[np.int64],
+                        marker_refs: npt.NDArray[np.int64], marker_offset: npt.NDArray[np.int64],
+                        pids: npt.NDArray[np.int64], last_offset: int) -> set[int]:
+        """With ``forget_settled``: the transactions of a bulk run that ``_forget_settled``
+        drops after it (begun and ended in the run, their marker below the HW and the run's
+        end), but for each producer's last (``_last_closed``); no ``Transaction`` is made for
+        them."""
+        if self.forget_settled is None or not len(marker_refs):
+            return set()
+        refs, counts = np.unique(marker_refs, return_counts=True)
+        once = np.zeros(len(pids), dtype=bool)
+        once[refs[counts == 1]] = True
+        started = np.zeros(len(pids), dtype=bool)
+        started[start_refs] = True
+        producer = pids[marker_refs]
+        last_of_producer = np.zeros(len(marker_refs), dtype=bool)
+        _, from_end = np.unique(producer[::-1], return_index=True)
+        last_of_producer[len(producer) - 1 - from_end] = True
+        settled = (once[marker_refs] & started[marker_refs] & ~last_of_producer
+                   & (marker_offset < min(self.forget_settled, last_offset + 1)))
+        return set(marker_refs[settled].tolist())
 
     @staticmethod
     def _add_to_continuing(plan: RunPlan, continuing: dict[int, Transaction]) -> None:

@@ -26,10 +26,12 @@ RC = IsolationLevel.READ_COMMITTED
 
 
 # Steps of a partition: transactions may stay open; ``snapshot`` has the broker write a
-# producer snapshot there; ``back`` moves the next batch's offset back (a log no broker
-# writes, which the replay must still read).
+# producer snapshot there; ``lone`` a COMMIT marker whether or not the producer has a
+# transaction open (a coordinator's repeated marker); ``back`` moves the next batch's offset
+# back (a log no broker writes, which the replay must still read).
 PARTITIONS = histories(actions=("data", "data", "data", "plain", "commit", "commit", "abort",
-                                "roll", "snapshot", "back"), close=False, steps_at_most=30)
+                                "roll", "snapshot", "lone", "back"), close=False,
+                       steps_at_most=30)
 
 
 def _write(root: Path, steps: list[tuple[str, int, int]], allow_back: bool) -> Path:
@@ -49,8 +51,8 @@ def _write(root: Path, steps: list[tuple[str, int, int]], allow_back: bool) -> P
             snapshots.append(p.offset)
         elif action == "back" and allow_back:
             p.offset = max(base, p.offset - size - 1)
-        elif action in ("commit", "abort"):
-            p.marker(pid, action == "commit")
+        elif action in ("commit", "abort", "lone"):
+            p.marker(pid, action != "abort")
     path = p.close()
     if snapshots:
         # The broker's snapshots: the producer state at those offsets, as the replay has it.
@@ -69,7 +71,7 @@ def _whole(path: Path) -> consumer_view.SegmentScan:
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(PARTITIONS, st.booleans(), st.integers(1, 3), st.data())
+@given(PARTITIONS, st.booleans(), st.sampled_from([1, 2, 3, 64]), st.data())
 def test_chunked_replay_with_settled_transactions_forgotten_equals_whole_scans(
         tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int]],
         allow_back: bool, window: int, data: st.DataObject) -> None:
@@ -126,3 +128,53 @@ def test_settled_transactions_are_forgotten_and_offsets_going_back_refused(
     replayer = PartitionReplayer(forget_settled=ALL_SETTLED)
     with pytest.raises(OffsetsWentBack):
         replayer.feed(_whole(back.close() / segment_name(0, ".log")))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(PARTITIONS, st.sampled_from([1, 2, 5, 64]), st.data())
+def test_replayer_forgetting_settled_transactions_keeps_the_rest_as_it_was(
+        tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int]], rows: int,
+        data: st.DataObject) -> None:
+    """``PartitionReplayer(forget_settled=HW)`` on chunks ends with what the replay keeping
+    every transaction has, less the transactions settled below the HW: the same events (their
+    messages too), .txnindex entries, producers, open transactions and first unstable offset."""
+    path = _write(tmp_path_factory.mktemp("r"), steps, allow_back=False)
+    end = sum(size for _, _, size in steps) + len(steps) + 1
+    hw = data.draw(st.integers(0, end), label="hw")
+    logs = sorted(path.glob("*.log"))
+    full = PartitionReplayer()
+    forgetting = PartitionReplayer(forget_settled=hw, run_rows=data.draw(
+        st.sampled_from([2, 64]), label="run_rows"))
+    for log in logs:
+        full.feed(_whole(log))
+        for chunk in scan_segment_chunks(log.read_bytes(), path=str(log), rows=rows):
+            forgetting.feed(chunk)
+    a, b = full.result, forgetting.result
+    bound = min(hw, a.log_end_offset)
+    assert [t.to_dict() for t in b.transactions] == [
+        t.to_dict() for t in a.transactions if t.marker_offset is None or t.marker_offset >= bound]
+    assert b.events == a.events
+    assert b.expected_aborted == a.expected_aborted
+    assert b.state.snapshot_entries() == a.state.snapshot_entries()
+    assert list(b.state.ongoing_txns.keys) == list(a.state.ongoing_txns.keys)
+    for state in (a.state, b.state):
+        state.on_high_watermark_updated(bound)
+    assert b.state.first_unstable_offset() == a.state.first_unstable_offset()
+
+
+@pytest.mark.parametrize("rows", [1, 2, 64])
+def test_a_repeated_marker_after_forgotten_transactions_reads_as_before(
+        tmp_path: Path, rows: int) -> None:
+    """The producer's last closed transaction is kept however settled (a marker repeating it
+    says so), also when the run that closed it forgot the others."""
+    path = _write(tmp_path, [("data", 1, 1), ("commit", 1, 1), ("data", 1, 1),
+                             ("commit", 1, 1), ("data", 2, 1), ("lone", 1, 1)], allow_back=False)
+    log = path / segment_name(0, ".log")
+    full = PartitionReplayer()
+    full.feed(_whole(log))
+    forgetting = PartitionReplayer(forget_settled=ALL_SETTLED, run_rows=3)
+    for chunk in scan_segment_chunks(log.read_bytes(), path=str(log), rows=rows):
+        forgetting.feed(chunk)
+    assert "repeats the COMMIT marker at offset 4" in full.result.events[0].message
+    assert forgetting.result.events == full.result.events
