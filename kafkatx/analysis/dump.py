@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatx.analysis import dump_lines
+from kafkatx.analysis.dump_filter import DumpFilter
 from kafkatx.analysis.dump_lines import HAVE_LINES, SlowItems, kept_rows, line_items
 from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
 from kafkatx.formats import (
@@ -92,36 +93,6 @@ NAME_TYPES = {
     "meta.properties": "meta_properties",
     quorum_state.FILE_NAME: "quorum_state",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DumpFilter:
-    producer_ids: frozenset[int] | None = None
-    producer_epoch: int | None = None
-    from_offset: int | None = None
-    to_offset: int | None = None
-    transactional_id: str | None = None
-
-    def offsets_overlap(self, first: int, last: int) -> bool:
-        if self.from_offset is not None and last < self.from_offset:
-            return False
-        return not (self.to_offset is not None and first > self.to_offset)
-
-    def producer_matches(self, producer_id: int, producer_epoch: int | None = None) -> bool:
-        if self.producer_ids is not None and producer_id not in self.producer_ids:
-            return False
-        return not (self.producer_epoch is not None and producer_epoch is not None
-                    and producer_epoch != self.producer_epoch)
-
-    @property
-    def filters_producers(self) -> bool:
-        return self.producer_ids is not None or self.producer_epoch is not None
-
-    @property
-    def selects(self) -> bool:
-        """Any filter given: only items that carry what it selects on are written."""
-        return (self.filters_producers or self.transactional_id is not None
-                or self.from_offset is not None or self.to_offset is not None)
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ from kafkatx.formats.record_format import INT64_MAX, INT64_MIN
 from kafkatx.formats.segment_scan import SegmentScan
 
 if TYPE_CHECKING:
-    from kafkatx.analysis.dump import DumpFilter
+    from kafkatx.analysis.dump_filter import DumpFilter
     from kafkatx.formats.segment import SegmentProblem
 
 _format: Any = getattr(_ext, "format_dump_batches", None) if HAVE_EXTENSION else None
