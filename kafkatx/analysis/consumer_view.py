@@ -57,11 +57,7 @@ from kafkatx.storage.readers import read_txn_index_file, scan_segment_file, segm
 BatchFormatter = Callable[..., Callable[[int, int], tuple[int, bool]]]
 # Bytes of a segment scanned and held as columns at once (at most ~69,000 batches, ~7 MB).
 CHUNK_BYTES = 4 << 20
-ROWS_AT_ONCE = 1024  # batches between progress reports, at most
-# Bytes of the segment whose records are formatted at once, at most (their text, ~3x that, is
-# one allocation: a few hundred KB are reused by the allocator, tens of MB would be mapped and
-# unmapped again each time, faulting every page of them in anew).
-BYTES_AT_ONCE = 1 << 17
+ROWS_AT_ONCE = 1024  # batches between progress reports
 
 VISIBLE = None
 ABORTED = "aborted"
@@ -417,8 +413,7 @@ def replay_segment(
     columns (``decide_batches``); records are decoded only for the batches that yield them.
     ``formatter`` (jsonl/csv output) is offered the batches first: the records it writes
     itself are not yielded. ``on_bytes`` is told how far into the segment the replay got
-    (in bytes, every ``ROWS_AT_ONCE`` batches or ``BYTES_AT_ONCE`` bytes and at its end), for
-    a progress bar.
+    (in bytes, every ``ROWS_AT_ONCE`` batches and at its end), for a progress bar.
     """
     max_offset = max_fetch_offset(view.isolation, view.high_watermark, view.last_stable_offset)
     txn_by_segment = _by_segment(segment_bases, view.aborted)
@@ -478,8 +473,7 @@ def replay_segment(
                     if release is not None:
                         release(reported, at)
                     reported = at
-                end = min(i + ROWS_AT_ONCE, max(i + 1, int(np.searchsorted(
-                    sel_position, sel_position[i] + BYTES_AT_ONCE))))
+                end = min(i + ROWS_AT_ONCE, len(sel))
                 if run is not None:
                     i, stopped = run(i, end)
                     if stopped:

@@ -33,6 +33,10 @@ from kafkatx.formats.record_format import (
 from kafkatx.semantics.read_committed import DECISIONS, Decision
 
 _format_batches = format_batches_function()
+# Bytes of a segment whose records are written as jsonl/csv by one call, at most: their text
+# (~3x that) is one allocation, a few hundred KB the allocator reuses; pieces of several MB
+# were mapped and unmapped again each time, every page of them faulted in anew.
+TEXT_BYTES_AT_ONCE = 1 << 17
 
 CSV_COLUMNS = ("offset", "timestamp", "producer_id", "producer_epoch", "key", "key_encoding",
                "value", "value_encoding", "headers", "visible", "reason", "abort_marker_offset",
@@ -151,18 +155,24 @@ class ReplayWriter:
                        for t in templates)
         row_list = rows.tolist()
 
+        positions = columns[0]
+
         def run(i: int, end: int) -> tuple[int, bool]:
             while i < end:
                 if _format_batches is not None:
+                    stop = end if self.mode == 2 else min(end, max(i + 1, int(np.searchsorted(
+                        positions, positions[i] + TEXT_BYTES_AT_ONCE))))
                     text, written, stopped, i = _format_batches(
                         data, len(row_list), *columns, index, packed, min_offset, high,
-                        self.mode, i, end)
+                        self.mode, i, stop)
                     self.out.put(text.decode("utf-8"))
                     self.count += written
                     if stopped:
                         return i, True
                     if i >= end:
                         break
+                    if i == stop:
+                        continue  # a piece written whole: the next one
                 template = templates[index[i]] if index[i] >= 0 else None
                 done = None if template is None else format_batch(
                     data, headers, row_list[i], template, min_offset=min_offset,
