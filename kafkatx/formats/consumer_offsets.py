@@ -21,7 +21,7 @@ from typing import Any
 
 import construct as c
 
-from kafkatx.formats import group_records
+from kafkatx.formats import fast_layout, group_records
 from kafkatx.formats.consumer_protocol import ASSIGNMENT, SUBSCRIPTION, decode_member_data
 from kafkatx.formats.group_records import GroupTypeKey, GroupTypeValue
 from kafkatx.formats.primitives import (
@@ -37,7 +37,6 @@ from kafkatx.formats.primitives import (
     NullableString,
     String,
     TaggedFields,
-    parse_exact,
 )
 from kafkatx.formats.transaction_log import (
     RawTags,
@@ -393,12 +392,12 @@ def parse_key(data: bytes, *, path: str | None = None, base: int = 0) -> GroupRe
     record_type = read_version(data, what=what, path=path, base=base)
     body = data[2:]
     if record_type in (GroupRecordType.LEGACY_OFFSET_COMMIT, GroupRecordType.OFFSET_COMMIT):
-        raw = parse_exact(_OFFSET_KEY_BODY, body, what=what, path=path, base=base + 2)
+        raw = fast_layout.parse_exact(_OFFSET_KEY_BODY, body, what=what, path=path, base=base + 2)
         return OffsetCommitKey(
             group=raw.group, topic=raw.topic, partition=raw.partition, record_type=record_type
         )
     if record_type == GroupRecordType.GROUP_METADATA:
-        raw = parse_exact(_GROUP_KEY_BODY, body, what=what, path=path, base=base + 2)
+        raw = fast_layout.parse_exact(_GROUP_KEY_BODY, body, what=what, path=path, base=base + 2)
         return GroupMetadataKey(group=raw.group)
     if group_records.known(record_type):
         return group_records.parse_key(record_type, body, path=path, base=base + 2)

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import construct as c
 
 from kafkatx.errors import FormatError
+from kafkatx.formats import fast_layout
 from kafkatx.formats.primitives import (
     Array,
     CompactArray,
@@ -33,7 +34,6 @@ from kafkatx.formats.primitives import (
     NullableArray,
     String,
     TaggedFields,
-    parse_exact,
 )
 from kafkatx.formats.transaction_state_ids import TransactionState
 
@@ -160,13 +160,13 @@ def read_version(data: bytes, *, what: str, path: str | None, base: int) -> int:
 def parse_versioned(data: bytes, bodies: Mapping[int, c.Construct], *, what: str,
                     path: str | None, base: int) -> tuple[int, Any]:
     """The int16 version, then the body that version selects, parsed whole (an unknown version
-    is a ``FormatError``)."""
+    is a ``FormatError``); through the body's compiled reader where it decides."""
     version = read_version(data, what=what, path=path, base=base)
     body = bodies.get(version)
     if body is None:
         raise FormatError(f"unknown value version {version}", path=path, position=base,
                           field=what)
-    return version, parse_exact(body, data[2:], what=what, path=path, base=base + 2)
+    return version, fast_layout.parse_exact(body, data[2:], what=what, path=path, base=base + 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +350,8 @@ def parse_key(data: bytes, *, path: str | None = None, base: int = 0) -> Transac
     if version != KEY_VERSION:
         raise FormatError(f"unknown key version {version}", path=path, position=base,
                           field="transaction log key")
-    raw = parse_exact(_KEY_BODY, data[2:], what="transaction log key", path=path, base=base + 2)
+    raw = fast_layout.parse_exact(_KEY_BODY, data[2:], what="transaction log key", path=path,
+                                  base=base + 2)
     return TransactionLogKey(transactional_id=raw.transactional_id, version=version)
 
 
