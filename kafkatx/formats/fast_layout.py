@@ -31,21 +31,20 @@ class _HandOver(Exception):
     """The fast reader does not decide this input: construct parses it."""
 
 
-_REFUSED = (_HandOver, struct.error, UnicodeDecodeError)
+_REFUSED = (_HandOver, struct.error, UnicodeDecodeError, IndexError)
 _INT16 = struct.Struct(">h").unpack_from
 _INT32 = struct.Struct(">i").unpack_from
 
 
 class Fields(dict):  # type: ignore[type-arg]
-    """A parsed struct: construct Container's attribute access and ``get``, without ``_io``."""
+    """A parsed struct: construct Container's attribute access and ``get``, without ``_io``.
+
+    A missing attribute is a ``KeyError`` (dict's own lookup, for speed); readers of optional
+    fields use ``get`` as they do on a Container.
+    """
 
     __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    __getattr__ = dict.__getitem__
 
 
 def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
@@ -151,13 +150,13 @@ def _compile(sub: Any) -> Reader:
 
 def _struct_reader(layout: c.Struct) -> Reader:
     # Steps: a run of fixed-width integers (one unpack_from) or one named variable-size field.
-    steps: list[_FixedRun | tuple[str, Reader]] = []
+    steps: list[Callable[[bytes, int, Fields], int]] = []
     run: list[tuple[str, str]] = []
 
     def close_run() -> None:
         if run:
-            steps.append((struct.Struct(">" + "".join(code for _, code in run)),
-                          tuple(name for name, _ in run)))
+            steps.append(_fixed_step(struct.Struct(">" + "".join(code for _, code in run)),
+                                     tuple(name for name, _ in run)))
             run.clear()
 
     for field in layout.subcons:
@@ -168,19 +167,32 @@ def _struct_reader(layout: c.Struct) -> Reader:
             run.append((field.name, inner.fmtstr[1:]))
             continue
         close_run()
-        steps.append((field.name, _compile(inner)))
+        steps.append(_field_step(field.name, _compile(inner)))
     close_run()
 
     def read(data: bytes, pos: int) -> tuple[Fields, int]:
         out = Fields()
-        for first, second in steps:
-            if isinstance(first, struct.Struct):
-                out.update(zip(second, first.unpack_from(data, pos), strict=True))
-                pos += first.size
-            else:
-                out[first], pos = second(data, pos)
+        for step in steps:
+            pos = step(data, pos, out)
         return out, pos
     return read
+
+
+def _fixed_step(layout: struct.Struct, names: tuple[str, ...]) -> Callable[[bytes, int, Fields],
+                                                                           int]:
+    unpack_from, size = layout.unpack_from, layout.size
+
+    def step(data: bytes, pos: int, out: Fields) -> int:
+        out.update(zip(names, unpack_from(data, pos), strict=False))  # same length: one layout
+        return pos + size
+    return step
+
+
+def _field_step(name: str, reader: Reader) -> Callable[[bytes, int, Fields], int]:
+    def step(data: bytes, pos: int, out: Fields) -> int:
+        out[name], pos = reader(data, pos)
+        return pos
+    return step
 
 
 _READERS: dict[int, tuple[c.Construct, Reader | None]] = {}
@@ -201,12 +213,13 @@ def reader_of(layout: c.Construct) -> Reader | None:
 
 def read_fast(layout: c.Construct, data: bytes) -> Any | None:
     """``layout`` parsed from all of ``data`` by the compiled reader, or ``None``: hand over."""
-    reader = reader_of(layout)
+    cached = _READERS.get(id(layout))
+    reader = cached[1] if cached is not None and cached[0] is layout else reader_of(layout)
     if reader is None:
         return None
     try:
         value, end = reader(data, 0)
-    except (*_REFUSED, IndexError):
+    except _REFUSED:
         return None
     return value if end == len(data) else None
 
