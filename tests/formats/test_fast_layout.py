@@ -1,8 +1,8 @@
 """The compiled struct readers of coordinator layouts against construct, the definition.
 
 For generated keys and values of every version (nulls, tagged fields, damage: truncation, a
-changed byte, an int16 -1, trailing bytes, random bodies) the fast reader either gives exactly construct's
-parse or hands over, and what it hands over ends in construct's result or error.
+changed byte, an int16 -1, trailing bytes, random bodies) the fast reader either gives exactly
+construct's parse or hands over, and what it hands over ends in construct's result or error.
 """
 
 from __future__ import annotations
