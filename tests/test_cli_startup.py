@@ -7,6 +7,7 @@ does not import the others' dependencies (the broker and its protocol library fo
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import click
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkatx.cli.main import COMMANDS, cli
 
@@ -109,9 +112,40 @@ def test_lso_of_a_data_partition_is_the_columnar_path_only() -> None:
 
 
 def test_lso_table_loads_rich_and_no_parser() -> None:
+    """The piped table: rich's console, but its lines written plainly (no ``rich.table``) and
+    no emoji table (the "ages at" line's ``:MM:`` is no emoji code)."""
     loaded = _modules_after(["lso", "fixtures/logdir/payments-0"])
     assert "rich.console" in loaded
     assert not [name for name in COMMON_PATH_LAZY if name in loaded and name != "rich"]
+    for name in ("rich._emoji_codes", "rich.table"):
+        assert name not in loaded, name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab1200 :-[]/"), max_size=14)
+       | st.sampled_from(["ages at: 2026-11-29T03:56:31.775Z", "a:smile:b", ":100:", ":1234:",
+                          ":smile-text:", ":+1:", "[b]:smile:[/b]", "x :12: y"]))
+def test_emoji_free_text_prints_the_same_without_emoji(text: str) -> None:
+    """``emoji_free`` (what lets a print skip rich's emoji table) never says so of a text
+    rich's emoji codes would change, with or without markup."""
+    from rich._emoji_codes import EMOJI
+    from rich.console import Console
+
+    from kafkatx.cli.output import emoji_free
+
+    assert not [code for code in EMOJI if len(code) == 2 and code.isdigit()]
+    if emoji_free(text):
+        for markup in (False, True):
+            printed = []
+            for emoji in (True, False):
+                out = Console(file=io.StringIO(), width=80, highlight=False)
+                try:
+                    out.print(text, markup=markup, emoji=emoji)
+                except Exception as error:  # rich's markup error, the same either way
+                    printed.append(type(error).__name__)
+                else:
+                    printed.append(out.file.getvalue())
+            assert printed[0] == printed[1]
 
 
 def test_the_lazy_modules_load_where_they_are_needed() -> None:
@@ -151,3 +185,52 @@ def test_summary_is_the_commands_own(name: str) -> None:
     for limit in (20, 45, 60, 100, 200):
         assert click.Command(name, help=summary).get_short_help_str(limit) == \
             command.get_short_help_str(limit)
+
+
+# ``replay -f jsonl`` of a clean partition: records decoded in C (construct's record_batch only
+# for a batch the C decoder hands over, primitives only for a snappy block's length from
+# formats/varints.py), its stderr lines written plainly (rich for a terminal or a progress
+# bar), the comparison of copies only with --broker or several copies.
+REPLAY_LAZY = ("construct", "kafkatx.formats.record_batch", "kafkatx.formats.primitives",
+               "rich", "kafkatx.analysis.replicas", "pyarrow")
+
+
+def test_replay_jsonl_decodes_in_c_and_writes_stderr_plainly() -> None:
+    loaded = _modules_after(["replay", "fixtures/logdir/payments-0", "-t", "payments", "-p",
+                             "0", "-f", "jsonl"])
+    assert {"kafkatx.formats.record_decode", "kafkatx.formats.compression"} <= loaded
+    assert not [name for name in REPLAY_LAZY if name in loaded]
+
+
+def test_lso_does_not_compare_a_single_copy() -> None:
+    loaded = _modules_after(["lso", "fixtures/logdir/payments-0", "--format", "json"])
+    assert "kafkatx.analysis.replicas" not in loaded
+    loaded = _modules_after(["lso", "fixtures/replicas", "--format", "json"])
+    assert "kafkatx.analysis.replicas" in loaded
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40) | st.sampled_from(["note: a:smile:b", "x\ty", "é 漢字", " pad ",
+                                                "kafkatx: problem: [bold]x[/]", ""]),
+       st.booleans())
+def test_stderr_lines_are_riches(text: str, highlight: bool) -> None:
+    """``StderrLines`` writes what rich's stderr console writes for the same print, or hands
+    the print to rich."""
+    from kafkatx.cli.output import StderrLines, stderr_console
+
+    def printed(make: object) -> str:
+        saved, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            make().print(text, markup=False, highlight=highlight)  # type: ignore[operator]
+            return sys.stderr.getvalue()
+        finally:
+            sys.stderr = saved
+
+    assert printed(StderrLines) == printed(stderr_console)
+    lines = StderrLines()
+    saved, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        lines.print("note: plain", markup=False)
+    finally:
+        sys.stderr = saved
+    assert lines._console is None  # written without rich (stderr is no terminal here)

@@ -17,7 +17,7 @@ from kafkatx.cli.render import TABLE_GAP, Col, FitTable
 
 CELL = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
-    st.text(alphabet=st.sampled_from("ab :[]\u21b3\u2026"), max_size=8),
+    st.text(alphabet=st.sampled_from("ab :[]\u21b3\u2026\u2212"), max_size=8),
     st.sampled_from(["[green]visible[/]", "[red]aborted[/] (marker 7)", "a:smile:b",
                      "2025-11-21T04:40:00.000Z", "x\ty", "é", "漢字", "[bold]", "-", "",
                      "\u21b3 12", "key=abc\u2026", "[bold red]BAD[/]"]),

@@ -23,9 +23,10 @@ from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.replay import ALL_SETTLED, OffsetsWentBack, PartitionReplayer
 from kafkatx.analysis.replay_result import ReplayResult
 from kafkatx.errors import FormatError, KafkatxError
+from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.batchscan import HeaderColumns
-from kafkatx.formats.record_batch import ControlType, Record, render_bytes
 from kafkatx.formats.record_decode import read_records_at
+from kafkatx.formats.record_values import Record, render_bytes
 from kafkatx.formats.segment_scan import (
     SegmentScan,
     page_releaser,

@@ -17,7 +17,7 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replicas import ReplicaComparison, ReplicaCopy
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import format_option, stdout_console
+from kafkatx.cli.output import emoji_option, format_option, stdout_console
 from kafkatx.cli.render import (
     PER_KIND,
     STUCK_HELP,
@@ -72,7 +72,8 @@ def _header(result: Inspection, paths: Sequence[str], out: Console) -> None:
         line += (f", data from {iso_ms(min(firsts))} to {iso_ms(max(lasts))} "
                  f"({duration(max(lasts) - min(firsts))})")
     out.print(line, highlight=False)
-    out.print(now_text(result), highlight=False, markup=False)
+    ages = now_text(result)
+    out.print(ages, highlight=False, markup=False, emoji=emoji_option(ages))
     view = result.coordinator
     if view is not None and view.partition_count is not None:
         present = sorted(view.partitions_present)

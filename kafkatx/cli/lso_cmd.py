@@ -11,7 +11,7 @@ import click
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import format_option, stdout_console, write_json
+from kafkatx.cli.output import emoji_option, format_option, stdout_console, write_json
 from kafkatx.cli.render import (
     STUCK_HELP,
     lso_table,
@@ -84,6 +84,8 @@ def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
         if reports:
             lso_table(reports, now_ms=result.now_ms).render(out)
         if any(r.open_transactions for r in reports):
-            out.print(now_text(result), style="dim", markup=False, highlight=False)
+            ages = now_text(result)
+            out.print(ages, style="dim", markup=False, highlight=False,
+                      emoji=emoji_option(ages))
         table_footer(reports, out)
     sys.stdout.flush()

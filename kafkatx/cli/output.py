@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -85,6 +87,28 @@ def tolerate_any_encoding() -> None:
             reconfigure(errors="backslashreplace")
 
 
+# rich's emoji code pattern (rich._emoji_replace): ``:name:`` or ``:name-emoji:``/``-text:``.
+_EMOJI_SPAN = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
+_NO_EMOJI_NAME = re.compile(r"[0-9]{2}")  # a time's ``:MM:``; rich has no two-digit code
+
+
+def emoji_free(text: str) -> bool:
+    """Whether rich's emoji codes certainly leave ``text`` (printed with or without markup) as
+    it is, told without loading rich's emoji table (~5 ms) where its only ``:name:`` spans are
+    two digits (a time's minutes); False where rich's own replacement must decide."""
+    if ":" not in text:
+        return True
+    if "[" in text:  # markup: rich replaces codes in the pieces between the tags
+        return False
+    return all(_NO_EMOJI_NAME.fullmatch(m.group(2)) for m in _EMOJI_SPAN.finditer(text))
+
+
+def emoji_option(text: str) -> bool | None:
+    """``Console.print``'s ``emoji`` for ``text``: False (the same bytes, and rich's emoji
+    table left unloaded) where :func:`emoji_free`, else the console's default."""
+    return False if emoji_free(text) else None
+
+
 def stdout_console() -> Console:
     from rich.console import Console
 
@@ -97,6 +121,38 @@ def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+class StderrLines:
+    """stderr's console for lines of plain text: where stderr is no terminal, a line printed
+    with ``markup=False`` that is printable text without an emoji code is written as rich
+    would write it (the text and a newline, flushed) without importing rich; anything else
+    goes to :func:`stderr_console` (created then). tests/test_cli_startup.py proves the bytes
+    equal to rich's."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+        self._plain = not sys.stderr.isatty() and not {"FORCE_COLOR", "TTY_COMPATIBLE"} & set(
+            os.environ)
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = stderr_console()
+        return self._console
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        text = objects[0] if len(objects) == 1 else None
+        if (self._plain and self._console is None and isinstance(text, str)
+                and options.get("markup") is False and set(options) <= {"markup", "highlight"}
+                and text.isprintable() and emoji_free(text)):
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+            return
+        self.console.print(*objects, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
 
 
 class BufferedText:

@@ -6,7 +6,7 @@ rich measures and renders every cell through several layers of objects (~0.5 ms 
 natural widths prints as fixed-width lines; :func:`plain_table_text` writes those lines itself
 and returns None for anything else (colours, markup or emoji codes that change a cell,
 spaces at either end of a cell, characters other than printable ASCII and the one-cell
-glyphs ``↳`` and ``…``, an empty column, a table that
+glyphs ``↳``, ``…`` and ``−``, an empty column, a table that
 must shrink or drop columns), which rich then renders.
 tests/test_plain_table.py proves the text equal to rich's.
 """
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from kafkatx.cli.output import emoji_free
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,8 +30,8 @@ class Col(Protocol):
 
 _PRINTABLE_ASCII = frozenset(chr(c) for c in range(32, 127))
 # Besides printable ASCII, the one-cell glyphs kafkatx itself writes (``glyph``): a record's
-# arrow under its batch (dump) and ``shorten``'s ellipsis.
-_ONE_CELL = _PRINTABLE_ASCII | {"\u21b3", "\u2026"}
+# arrow under its batch (dump), ``shorten``'s ellipsis and the minus of a ``HWM−LSO`` header.
+_ONE_CELL = _PRINTABLE_ASCII | {"\u21b3", "\u2026", "\u2212"}
 
 
 def cell_text(out: Console, cell: str) -> str | None:
@@ -39,7 +41,7 @@ def cell_text(out: Console, cell: str) -> str | None:
 
     if "[" in cell:
         text = out.render_str(cell).plain
-    elif ":" in cell and _emoji_replace(cell) != cell:
+    elif not emoji_free(cell) and _emoji_replace(cell) != cell:
         return None
     else:
         text = cell
@@ -83,7 +85,7 @@ def _column_texts(out: Console, cells: Sequence[str]) -> Sequence[str] | None:
     # ``:name:`` span), spaces at an end, or characters beyond the plain ones: shown as they are.
     joined = " ".join(distinct)
     lines = "\n".join(distinct)
-    if ("[" not in joined and (":" not in joined or _emoji_replace(joined) == joined)
+    if ("[" not in joined and (emoji_free(joined) or _emoji_replace(joined) == joined)
             and ((joined.isascii() and joined.isprintable()) or _ONE_CELL.issuperset(joined))
             and lines[:1] != " " and lines[-1:] != " " and " \n" not in lines
             and "\n " not in lines):

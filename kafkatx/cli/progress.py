@@ -12,13 +12,14 @@ if TYPE_CHECKING:  # rich is imported only once a bar is drawn (start-up of quic
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
+    from kafkatx.cli.output import StderrLines
     from kafkatx.storage.discovery import PartitionDir
 
 # Quick scans finish before the bar would appear (the variable: tests draw it at once).
 SHOW_AFTER_S = float(os.environ.get("KAFKATX_PROGRESS_AFTER_S", "0.5"))
 
 
-def output_progress(total: int, verb: str, console: Console) -> ScanProgress:
+def output_progress(total: int, verb: str, console: Console | StderrLines) -> ScanProgress:
     """The bar of a command that streams its output (``replay``, ``dump``): on stderr when it
     is a terminal and stdout is not (records going to a terminal would break through the
     bar). ``console`` (stderr's) prints its lines above the bar meanwhile."""
@@ -34,7 +35,7 @@ class ScanProgress:
     the bar is transient (erased when done).
     """
 
-    def __init__(self, total: int, *, console: Console | None = None,
+    def __init__(self, total: int, *, console: Console | StderrLines | None = None,
                  enabled: bool | None = None, delay_s: float = SHOW_AFTER_S,
                  verb: str = "scanning") -> None:
         self.total = total
@@ -94,7 +95,10 @@ class ScanProgress:
             TransferSpeedColumn,
         )
 
-        console = self._console or Console(file=sys.stderr)
+        from kafkatx.cli.output import StderrLines
+
+        console = self._console.console if isinstance(self._console, StderrLines) \
+            else self._console or Console(file=sys.stderr)
         self._progress = Progress(
             TextColumn(f"{self.verb} [bold]{{task.description}}", markup=True),
             BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),

@@ -13,7 +13,7 @@ from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.analysis.view_names import AFTER_RESTART, VIEW_LINES
-from kafkatx.cli.output import glyph, stderr_console, stdout_console
+from kafkatx.cli.output import emoji_option, glyph, stderr_console, stdout_console
 from kafkatx.cli.plain_table import plain_table_text
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
@@ -139,9 +139,10 @@ class FitTable:
         else:
             out.print(table)
         if dropped and note:
-            out.print(f"(left out at {out.width} columns: {', '.join(dropped)}; a wider "
-                      "terminal or --format json shows them)", style="dim", markup=False,
-                      highlight=False)
+            said = (f"(left out at {out.width} columns: {', '.join(dropped)}; a wider "
+                    "terminal or --format json shows them)")
+            out.print(said, style="dim", markup=False, highlight=False,
+                      emoji=emoji_option(said))
         return dropped
 
 
@@ -167,7 +168,8 @@ def print_view_line(view: str) -> None:
     """The first line of a table: which view answers (only the restart view says it; the
     view as found is every command's default)."""
     if view == AFTER_RESTART:
-        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False)
+        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False,
+                               emoji=emoji_option(VIEW_LINES[view]))
 
 
 
@@ -291,13 +293,14 @@ def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
     if unknown:
         names = ", ".join(f"{r.topic}-{r.partition}" for r in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        out.print(f"HW unknown for {len(unknown)} partition(s) ({escape(names)}{more}): no "
-                  "replication-offset-checkpoint entry, so the log end offset was used as the "
-                  "HW", style="dim")
+        said = (f"HW unknown for {len(unknown)} partition(s) ({escape(names)}{more}): no "
+                "replication-offset-checkpoint entry, so the log end offset was used as the HW")
+        out.print(said, style="dim", emoji=emoji_option(said))
     stuck = [r for r in reports if r.hw_minus_lso > 0]
     if stuck:
-        out.print(f"{len(stuck)} partition(s) with the LSO behind the HW: read_committed "
-                  "consumers there cannot read past the LSO", style="dim")
+        said = (f"{len(stuck)} partition(s) with the LSO behind the HW: read_committed "
+                "consumers there cannot read past the LSO")
+        out.print(said, style="dim", emoji=emoji_option(said))
 
 
 def print_problems(result: Inspection) -> None:
@@ -307,7 +310,7 @@ def print_problems(result: Inspection) -> None:
     if lines:  # the stderr console (rich) only when there is something to say
         err = stderr_console()
         for line in lines:
-            err.print(line, markup=False)
+            err.print(line, markup=False, emoji=emoji_option(line))
 
 
 

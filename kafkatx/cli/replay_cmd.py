@@ -5,10 +5,9 @@ from __future__ import annotations
 import csv
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from kafkatx.analysis.consumer_view import (
     ABORTED,
@@ -18,7 +17,6 @@ from kafkatx.analysis.consumer_view import (
     find_partition,
 )
 from kafkatx.analysis.metadata_settings import leader_log_ends
-from kafkatx.analysis.replicas import replica_of
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.analysis_options import (
     EngineCliOptions,
@@ -27,7 +25,13 @@ from kafkatx.cli.analysis_options import (
     engine_options,
 )
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, format_option, stderr_console, stdout_console
+from kafkatx.cli.output import (
+    JsonWriter,
+    StderrLines,
+    format_option,
+    stderr_console,
+    stdout_console,
+)
 from kafkatx.cli.progress import output_progress
 from kafkatx.cli.render import Col, FitTable, print_view_line, shorten
 from kafkatx.cli.replay_parquet import ParquetRecords
@@ -36,6 +40,9 @@ from kafkatx.cli.replay_writer import ReplayWriter, blank
 from kafkatx.engines.factory import open_engine
 from kafkatx.semantics.read_committed import IsolationLevel
 from kafkatx.storage.discovery import discover, high_watermarks, log_start_offsets
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @click.command("replay", epilog=(
@@ -85,12 +92,16 @@ def replay_command(
     filtering of aborted batches and control records.
     """
     check_offset_range(from_offset, to_offset)
-    err = stderr_console()
+    err = StderrLines()  # rich only for what needs it (a terminal, a progress bar)
     if engine.output is not None:
         check_output(engine.output, paths)
     disc = discover(paths)
-    pdir = find_partition(disc.all_partitions(), topic, partition) if broker is None \
-        else replica_of(disc.all_partitions(), topic, partition, broker)
+    if broker is None:
+        pdir = find_partition(disc.all_partitions(), topic, partition)
+    else:
+        from kafkatx.analysis.replicas import replica_of
+
+        pdir = replica_of(disc.all_partitions(), topic, partition, broker)
     copies = sum((p.topic, p.partition) == (topic, partition) for p in disc.all_partitions())
     if broker is None and copies > 1:
         err.print(f"{topic}-{partition} is in {copies} log dirs: replaying "

@@ -30,10 +30,10 @@ from kafkatx.analysis.consumer_view import (
 from kafkatx.cli.replay_writer import TemplateKey, batch_columns, batch_templates
 from kafkatx.engines.tables import RECORDS, record_row, records_schema, records_table
 from kafkatx.errors import FormatError
-from kafkatx.formats.batch_layout import COMPRESSION_MASK
+from kafkatx.formats.batch_layout import COMPRESSION_MASK, HEADER_SIZE
 from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
-from kafkatx.formats.record_batch import HEADER_SIZE, Record, payload_at
 from kafkatx.formats.record_format import INT64_MAX, INT64_MIN
+from kafkatx.formats.record_values import Record, payload_at
 
 _record_columns: Any = getattr(_ext, "record_columns", None) if HAVE_EXTENSION else None
 

@@ -14,17 +14,20 @@ tests/test_replay_table.py proves the text equal to FitTable's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.console import Console
 
 from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
 from kafkatx.cli.plain_table import cell_text
 from kafkatx.cli.render import TABLE_GAP, Col, FitTable
 from kafkatx.cli.replay_writer import ReplayWriter
-from kafkatx.formats.record_batch import Record
 from kafkatx.formats.record_format import INT64_MIN, Templates
+from kafkatx.formats.record_values import Record
 from kafkatx.semantics.read_committed import Decision
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 CHUNK = 500  # rows sized and printed together
 COLUMNS = (Col("offset", "right"), Col("timestamp (UTC)", give_way=1),

@@ -22,7 +22,6 @@ import numpy as np
 from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classify
 from kafkatx.cli.output import BufferedText
 from kafkatx.formats.batchscan import HeaderColumns
-from kafkatx.formats.record_batch import Record
 from kafkatx.formats.record_format import (
     INT64_MAX,
     INT64_MIN,
@@ -30,6 +29,7 @@ from kafkatx.formats.record_format import (
     format_batch,
     format_batches_function,
 )
+from kafkatx.formats.record_values import Record
 from kafkatx.semantics.read_committed import DECISIONS, Decision
 
 _format_batches = format_batches_function()

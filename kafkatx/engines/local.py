@@ -37,7 +37,6 @@ from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, ReplayResult
 from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
-from kafkatx.analysis.replicas import ReplicaComparison, compare_replicas
 from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND, FORGOTTEN
 from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
@@ -61,6 +60,7 @@ from kafkatx.storage.files import open_bytes
 if TYPE_CHECKING:
     from kafkatx.analysis.consumer_view import BatchFormatter, ConsumerView, ReplayedRecord
     from kafkatx.analysis.coordinator import CoordinatorView
+    from kafkatx.analysis.replicas import ReplicaComparison
     from kafkatx.analysis.restart_view import RestartPrediction
     from kafkatx.analysis.timeline import Selection, Timeline
     from kafkatx.semantics.read_committed import IsolationLevel
@@ -483,8 +483,11 @@ def add_partition(result: Inspection, report: PartitionReport) -> None:
 
 def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspection:
     """The coordinator-side findings of the join, the ranking, the timeline."""
-    result.replicas = compare_replicas(result.discovery, result.partitions, result.problems,
-                                       result.replica_sets)
+    if result.replica_sets:  # copies in several log dirs: their comparison's module loads
+        from kafkatx.analysis.replicas import compare_replicas
+
+        result.replicas = compare_replicas(result.discovery, result.partitions,
+                                           result.problems, result.replica_sets)
     result.findings.extend(f for comp in result.replicas for f in comp.findings)
     told = joined.finish()  # may tell some partition findings again (joined.revise)
     result.findings = joined.revise(result.findings)

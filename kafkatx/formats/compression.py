@@ -21,7 +21,7 @@ import lz4.frame
 import zstandard
 
 from kafkatx.errors import FormatError
-from kafkatx.formats.primitives import read_uvarint
+from kafkatx.formats.varints import read_uvarint
 
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
 

@@ -16,6 +16,7 @@ import construct as c
 from construct import stream_read, stream_write
 
 from kafkatx.errors import FormatError
+from kafkatx.formats.varints import read_uvarint
 
 Int8 = c.Int8sb
 Int16 = c.Int16sb
@@ -43,25 +44,6 @@ def zigzag_encode(n: int, bits: int = 64) -> int:
 
 def zigzag_decode(u: int) -> int:
     return (u >> 1) ^ -(u & 1)
-
-
-def read_uvarint(buf: bytes | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """Read an unsigned LEB128 varint at ``pos``; return (value, new position).
-
-    Kafka ``ByteUtils.readUnsignedVarint``/``readUnsignedVarlong``: at most 5 (varint) or 10
-    (varlong) bytes, otherwise the value is malformed.
-    """
-    value = 0
-    shift = 0
-    for i in range(max_bytes):
-        if pos + i >= len(buf):
-            raise FormatError("varint runs past the end of the data", position=pos)
-        b = buf[pos + i]
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos + i + 1
-        shift += 7
-    raise FormatError(f"varint longer than {max_bytes} bytes", position=pos)
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

@@ -56,6 +56,12 @@ from kafkatx.formats.primitives import (
     read_varint,
     read_varlong,
 )
+from kafkatx.formats.record_values import (  # Record, render_bytes: re-exported
+    Record,
+    decoded_in_c,
+    payload_at,
+    render_bytes,  # noqa: F401
+)
 
 _CONTROL_KEY_STRUCT = struct.Struct(">hh")
 _END_TXN_MARKER_STRUCT = struct.Struct(">hi")
@@ -147,28 +153,6 @@ class RecordBatchHeader:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Record:
-    """One record of a v2 batch, with absolute offset and timestamp resolved."""
-
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-    attributes: int = 0
-    position: int | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"offset": self.offset, "timestamp": self.timestamp}
-        out.update(render_bytes("key", self.key))
-        out.update(render_bytes("value", self.value))
-        out["headers"] = [
-            {"key": k, **render_bytes("value", v)} for k, v in self.headers
-        ]
-        return out
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ControlRecord:
     """The control record of a control batch (first record; Kafka reads only its key type)."""
 
@@ -244,20 +228,6 @@ class RecordBatch:
         return out
 
 
-def render_bytes(name: str, data: bytes | None) -> dict[str, object]:
-    """Key/value rendering of the JSON contract: UTF-8 when printable, else base64."""
-    if data is None:
-        return {name: None}
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and (text.isprintable() or all(ch.isprintable() or ch in "\t\r\n"
-                                                          for ch in text)):
-        return {name: text}
-    return {name: base64.b64encode(data).decode("ascii"), f"{name}_encoding": "base64"}
-
-
 # ---------------------------------------------------------------------------------------------
 # Reading
 
@@ -315,10 +285,11 @@ def parse_batch(
     records = None
     if decode_records:
         # The C decoder, iter_records for every batch it refuses (the same records, the same
-        # errors); imported here: record_decode is built on this module.
-        from kafkatx.formats.record_decode import read_records
-
-        records = tuple(read_records(buf, pos, header, path=path))
+        # errors: record_decode.read_records)
+        fast = decoded_in_c(buf, pos, header.size, header.attributes, header.records_count,
+                            header.base_offset, header.base_timestamp, header.max_timestamp,
+                            path)
+        records = tuple(fast if fast is not None else iter_records(buf, pos, header, path=path))
     return RecordBatch(header=header, position=pos, computed_crc=computed, control=control,
                        records=records, path=path)
 
@@ -328,24 +299,6 @@ def records_payload(
 ) -> tuple[bytes, int]:
     """Return the (decompressed) records bytes and the file position of the payload."""
     return payload_at(buf, pos, header.size, header.compression_id, path)
-
-
-def payload_at(buf: bytes | memoryview, pos: int, size: int, compression_id: int,
-               path: str | None) -> tuple[bytes, int]:
-    """The (decompressed) records section of the ``size``-byte batch at ``pos``, and the file
-    position where it starts."""
-    start = pos + HEADER_SIZE
-    payload = bytes(buf[start : pos + size])
-    if compression_id == 0:
-        return payload, start
-    try:
-        return compression.decompress(compression_id, payload, magic=MAGIC_V2), start
-    except FormatError as exc:
-        if exc.path is not None:
-            raise
-        if exc.position is None:  # the codec names no byte: the payload that fails starts here
-            raise type(exc)(exc.message, path=path, position=start, field=exc.field) from None
-        raise exc.located(path, start) from None
 
 
 def iter_records(

@@ -12,44 +12,32 @@ equal (proven by tests/formats/test_record_decode.py). Without the extension (or
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkatx.formats.batch_layout import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK
-from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
-from kafkatx.formats.record_batch import (
+from kafkatx.formats.batchscan import HeaderColumns
+from kafkatx.formats.record_values import (
+    HAVE_FAST_DECODER,  # noqa: F401 (callers ask here)
     Record,
-    RecordBatchHeader,
-    iter_records,
-    parse_header,
+    _decode,
+    decoded_in_c,
     payload_at,
 )
 
-Decoder = Callable[[bytes, int, int, int, int, bool], list[tuple[Any, ...]] | None]
-# An extension built before the decoder existed has no decode_records: construct then.
-_decode: Decoder | None = getattr(_ext, "decode_records", None) if HAVE_EXTENSION else None
-HAVE_FAST_DECODER = _decode is not None
+if TYPE_CHECKING:
+    from kafkatx.formats.record_batch import RecordBatchHeader
+
 
 
 def _fast(buf: bytes | memoryview, pos: int, size: int, attributes: int, count: int,
           base_offset: int, base_timestamp: int, max_timestamp: int, path: str | None
           ) -> list[Record] | None:
-    """The C decoder's records, or None: not built, or a batch it hands to construct."""
+    """The C decoder's records, or None: not built (``_decode`` None here too), or a batch it
+    hands to construct (record_batch, imported only then)."""
     if _decode is None:
         return None
-    codec = attributes & COMPRESSION_MASK
-    data, payload_pos = payload_at(buf, pos, size, codec, path)
-    rows = _decode(data, count, base_offset, base_timestamp, max_timestamp,
-                   bool(attributes & TIMESTAMP_TYPE_MASK))
-    if rows is None:
-        return None
-    if codec:
-        return [Record(offset=offset, timestamp=ts, key=key, value=value, headers=headers,
-                       attributes=attrs)
-                for offset, ts, key, value, headers, attrs, _ in rows]
-    return [Record(offset=offset, timestamp=ts, key=key, value=value, headers=headers,
-                   attributes=attrs, position=payload_pos + start)
-            for offset, ts, key, value, headers, attrs, start in rows]
+    return decoded_in_c(buf, pos, size, attributes, count, base_offset, base_timestamp,
+                        max_timestamp, path)
 
 
 def read_records(buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *,
@@ -58,7 +46,11 @@ def read_records(buf: bytes | memoryview, pos: int, header: RecordBatchHeader, *
     values, same ``FormatError`` for a batch that does not decode)."""
     fast = _fast(buf, pos, header.size, header.attributes, header.records_count,
                  header.base_offset, header.base_timestamp, header.max_timestamp, path)
-    return fast if fast is not None else list(iter_records(buf, pos, header, path=path))
+    if fast is not None:
+        return fast
+    from kafkatx.formats.record_batch import iter_records
+
+    return list(iter_records(buf, pos, header, path=path))
 
 
 def read_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *,
@@ -71,6 +63,8 @@ def read_records_at(buf: bytes | memoryview, headers: HeaderColumns, row: int, *
                  int(headers.base_timestamp[row]), int(headers.max_timestamp[row]), path)
     if fast is not None:
         return fast
+    from kafkatx.formats.record_batch import iter_records, parse_header
+
     return list(iter_records(buf, pos, parse_header(buf, pos, path=path), path=path))
 
 
@@ -99,5 +93,7 @@ def _check(buf: bytes | memoryview, pos: int, size: int, attributes: int, count:
         if _decode(data, count, base_offset, base_timestamp, max_timestamp,
                    bool(attributes & TIMESTAMP_TYPE_MASK)) is not None:
             return
+    from kafkatx.formats.record_batch import iter_records, parse_header
+
     for _ in iter_records(buf, pos, parse_header(buf, pos, path=path), path=path):
         pass

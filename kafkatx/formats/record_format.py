@@ -18,7 +18,7 @@ from kafkatx.errors import FormatError
 from kafkatx.formats.batch_layout import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK
 from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
 from kafkatx.formats.raw_json import RawJsonList
-from kafkatx.formats.record_batch import payload_at
+from kafkatx.formats.record_values import payload_at
 
 _format: Any = getattr(_ext, "format_records", None) if HAVE_EXTENSION else None
 HAVE_FORMATTER = _format is not None
