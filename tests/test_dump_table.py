@@ -1,8 +1,9 @@
 """``dump``'s table without rich: the same text rich prints.
 
 rich stays the definition: the table of dump items with records (``dump_cmd._render_tables``)
-through the plain writer (``plain_table``, ``_iso_ms``) is the table rich renders for the same
-items, on generated segments of every kind of batch, damage and text.
+through the plain writer (``plain_table``, ``_iso_ms``), and through the C function's padded
+chunks (``_dumpfmt.c``'s ``format_dump_table``), is the table rich renders for the same items,
+on generated segments of every kind of batch, damage, text and filter, in chunks of any size.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkatx.analysis import dump_lines
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli import dump_cmd, render
-from tests.analysis.test_dump_lines import segments
+from tests.analysis.test_dump_lines import FIXTURES, filters, segments
 
 
 @settings(max_examples=500, deadline=None)
@@ -29,9 +31,12 @@ def test_a_records_iso_text_is_iso_ms(ms: int) -> None:
     assert dump_cmd._iso_ms(ms) == iso_ms(ms)
 
 
-def _table(seg: Path) -> str:
+def _table(seg: Path | list[str], flt: DumpFilter | None = None, *,
+           table_runs: bool = False) -> str:
     out = io.StringIO()
-    items = dump([str(seg)], DumpFilter(), records=True, stats=DumpStats(), encoded=True)
+    paths = seg if isinstance(seg, list) else [str(seg)]
+    items = dump(paths, flt or DumpFilter(), records=True, stats=DumpStats(), encoded=True,
+                 table_runs=table_runs)
     with contextlib.redirect_stdout(out):
         dump_cmd._render_tables(items, dump_cmd.stderr_console())
     return out.getvalue()
@@ -47,3 +52,45 @@ def test_dump_tables_are_riches(data: bytes) -> None:
         fast = _table(seg)
         mp.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
         assert fast == _table(seg)
+
+
+def _counting_c_chunks(mp: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an entry per chunk the C function writes."""
+    written: list[int] = []
+    table_text = dump_lines.TableRun.table_text
+
+    def counted(self: dump_lines.TableRun, *args: object) -> str | None:
+        text = table_text(self, *args)  # type: ignore[arg-type]
+        if text is not None:
+            written.append(1)
+        return text
+
+    mp.setattr(dump_lines.TableRun, "table_text", counted)
+    return written
+
+
+@settings(max_examples=150, deadline=None)
+@given(segments(), filters, st.integers(1, 6), st.sampled_from([4096, 1 << 24]))
+def test_c_chunks_are_riches(data: bytes, flt: DumpFilter, chunk: int, window: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        seg = Path(tmp) / "t-0" / "00000000000000000000.log"
+        seg.parent.mkdir()
+        seg.write_bytes(data)
+        mp.setattr(dump_cmd, "TABLE_CHUNK", chunk)
+        mp.setattr(dump_lines, "WINDOW", window)
+        fast = _table(seg, flt, table_runs=True)
+        mp.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
+        assert fast == _table(seg, flt)
+
+
+def test_fixture_tables_from_c_chunks_are_riches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every bundled log dir, chunks of 3 and small windows: rich's text, the data segments'
+    runs of batches written by the C function."""
+    monkeypatch.setattr(dump_cmd, "TABLE_CHUNK", 3)
+    monkeypatch.setattr(dump_lines, "WINDOW", 4096)
+    paths = [str(p) for p in sorted(FIXTURES.iterdir()) if p.is_dir()]
+    written = _counting_c_chunks(monkeypatch)
+    fast = _table(paths, table_runs=True)
+    assert len(written) >= 5
+    monkeypatch.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
+    assert fast == _table(paths)

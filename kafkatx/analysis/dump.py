@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from kafkatx.analysis import dump_lines
 from kafkatx.analysis.dump_filter import DumpFilter
-from kafkatx.analysis.dump_lines import HAVE_LINES, SlowItems, kept_rows, line_items
+from kafkatx.analysis.dump_lines import HAVE_LINES, HAVE_TABLE, SlowItems, kept_rows, line_items
 from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
 from kafkatx.formats import (
     checkpoints,
@@ -130,12 +130,14 @@ def expand_paths(paths: Iterable[str], stats: DumpStats) -> list[Path]:
 
 def dump(
     paths: Iterable[str], flt: DumpFilter, *, records: bool, stats: DumpStats,
-    encoded: bool = False, lines: str | None = None,
+    encoded: bool = False, lines: str | None = None, table_runs: bool = False,
 ) -> Iterator[dict]:
     """Yield the dump items of every file under ``paths``; ``encoded``: a data batch's
     ``records`` may be their JSON text already (``RawJsonList``, for JSON output); ``lines``
     too: runs of data batches may come as their items' JSON text already, joined by ``lines``
-    (``{"kind": "encoded", "file", "position", "text"}``, :mod:`kafkatx.analysis.dump_lines`)."""
+    (``{"kind": "encoded", "file", "position", "text"}``, :mod:`kafkatx.analysis.dump_lines`);
+    ``table_runs`` (with ``encoded``): runs of data batches as ``{"kind": "batch_run", "file",
+    "position", "run"}`` (``dump_lines.TableRun``: the table's text, or these items)."""
     for path in expand_paths(paths, stats):
         kind = file_type(path)
         if kind is None:
@@ -147,7 +149,7 @@ def dump(
         stats.files += 1
         try:
             for item in _dump_file(path, kind, flt, records=records, encoded=encoded,
-                                   lines=lines):
+                                   lines=lines, table_runs=table_runs):
                 if item["kind"] == "problem":
                     stats.problems += 1
                 yield item
@@ -156,10 +158,11 @@ def dump(
 
 
 def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool,
-               encoded: bool, lines: str | None) -> Iterator[dict]:
+               encoded: bool, lines: str | None, table_runs: bool) -> Iterator[dict]:
     file = str(path)
     if kind == "segment":
-        yield from _dump_segment(path, flt, records=records, encoded=encoded, lines=lines)
+        yield from _dump_segment(path, flt, records=records, encoded=encoded, lines=lines,
+                                 table_runs=table_runs)
         return
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
@@ -243,7 +246,7 @@ _ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
 
 def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
                   topic: str | None = None, encoded: bool = False,
-                  lines: str | None = None) -> Iterator[dict]:
+                  lines: str | None = None, table_runs: bool = False) -> Iterator[dict]:
     file = str(path)
     topic = topic or internal_topic(path)
     decode = records or topic is not None
@@ -257,6 +260,10 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
                 if lines is not None and HAVE_LINES:
                     yield from line_items(data, scan, flt, file, lines,
                                           _slow_items(data, flt, file), _segment_problem)
+                elif table_runs and HAVE_TABLE:
+                    yield from line_items(data, scan, flt, file, "",
+                                          _slow_items(data, flt, file), _segment_problem,
+                                          table=True)
                 else:
                     yield from _encoded_items(data, scan, flt, file)
             return

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from kafkatx.formats.segment import SegmentProblem
 
 _format: Any = getattr(_ext, "format_dump_batches", None) if HAVE_EXTENSION else None
+_table: Any = getattr(_ext, "format_dump_table", None) if HAVE_EXTENSION else None
 HAVE_LINES = _format is not None
+HAVE_TABLE = _table is not None
 
 WINDOW = 16 << 20  # bytes of a segment scanned, and held as columns, at a time
 TEXT_AT_ONCE = 1 << 20  # bytes of JSON text per C call (then handed to the writer)
@@ -79,17 +81,55 @@ def batch_columns(scan: SegmentScan, rows: npt.NDArray[np.intp]) -> npt.NDArray[
     return out
 
 
+class TableRun:
+    """A run of batches the C function may write as ``dump``'s table (``_dumpfmt.c``'s
+    ``format_dump_table``), taken from its start a chunk at a time: as padded table text, or
+    as dump's Python items (``items``) where the caller's table is not plain."""
+
+    def __init__(self, data: Any, scan: SegmentScan, rows: npt.NDArray[np.intp],
+                 cols: npt.NDArray[np.int64], span: tuple[int, int], offsets: tuple[int, int],
+                 slow: SlowItems) -> None:
+        self.data, self.scan, self.rows, self.cols, self.slow = data, scan, rows, cols, slow
+        self.next, self.stop = span
+        self.offsets = offsets
+
+    @property
+    def left(self) -> int:
+        return self.stop - self.next
+
+    def table_text(self, k: int, names: bytes, justify: bytes, show_header: bool,
+                   glyphs: tuple[str, str], width: int) -> str | None:
+        """The next ``k`` batches' rows padded as ``plain_table`` pads them, or None (and
+        nothing taken) where only rich can tell."""
+        low, high = self.offsets
+        text = _table(self.data, self.cols, len(self.rows), low, high, self.next,
+                      self.next + k, names, justify, show_header, glyphs[0].encode(),
+                      glyphs[1].encode(), width)
+        if text is None:
+            return None
+        self.next += k
+        return text.decode()
+
+    def items(self, k: int) -> Iterator[dict]:
+        """dump's items of the next ``k`` batches."""
+        start = self.next
+        self.next += k
+        return self.slow(self.scan, self.rows[start:start + k])
+
+
 def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separator: str,
-               slow: SlowItems, problem: Callable[[SegmentProblem, str], dict]
-               ) -> Iterator[dict]:
+               slow: SlowItems, problem: Callable[[SegmentProblem, str], dict], *,
+               table: bool = False) -> Iterator[dict]:
     """dump's items of one scanned chunk of ``data``: runs of batches the C function writes as
     ``{"kind": "encoded", "text": ...}`` items (JSON items joined by ``separator``; ``position``
-    the last batch's), the rest through ``slow(scan, rows)``, problems (``problem``) before
-    the first batch at or past their position, as dump's own walk places them."""
+    the last batch's) -- with ``table``, as ``{"kind": "batch_run", "run": TableRun}`` items
+    --, the rest through ``slow(scan, rows)``, problems (``problem``) before the first batch
+    at or past their position, as dump's own walk places them."""
     rows = kept_rows(scan.headers, flt)
     cols = np.ascontiguousarray(batch_columns(scan, rows))
     positions, route = cols[_ROW["position"]], cols[_ROW["route"]]
     fast_rows = np.flatnonzero(route >= 0)
+    slow_rows = np.flatnonzero(route < 0)
     problems = scan.problems
     cuts = np.searchsorted(positions, [p.position for p in problems], side="left").tolist()
     head = ('{"kind":"batch","file":' + json.dumps(file, ensure_ascii=False)
@@ -109,6 +149,13 @@ def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separat
             k = int(np.searchsorted(fast_rows, i))
             j = min(stop, int(fast_rows[k]) if k < len(fast_rows) else m)
             yield from slow(scan, rows[i:j])
+            i = j
+            continue
+        if table:
+            k = int(np.searchsorted(slow_rows, i))
+            j = min(stop, int(slow_rows[k]) if k < len(slow_rows) else m)
+            yield {"kind": "batch_run", "file": file, "position": int(positions[j - 1]),
+                   "run": TableRun(data, scan, rows, cols, (i, j), (low, high), slow)}
             i = j
             continue
         while i < stop and route[i] >= 0:

@@ -20,6 +20,7 @@ from kafkatx.errors import MissingPathError
 from kafkatx.formats.raw_json import RawJsonList
 
 if TYPE_CHECKING:  # the table's renderers load only for a table (-f json/jsonl: no rich)
+    from kafkatx.analysis.dump_lines import TableRun
     from kafkatx.cli.render import FitTable
 
 TABLE_CHUNK = 200
@@ -84,7 +85,8 @@ def dump_command(
     # JSON output takes data batches as JSON text formatted in C, the table their records
     writer = JsonWriter(sys.stdout, array=fmt == "json")
     items = dump(paths, flt, records=records, stats=stats, encoded=True,
-                 lines=None if fmt == "table" else writer.item_separator)
+                 lines=None if fmt == "table" else writer.item_separator,
+                 table_runs=fmt == "table")
     with output_progress(_total_size(paths), "decoding", err) as bar:
         items = _advancing(items, bar)
         if fmt == "table":
@@ -168,6 +170,11 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
     "meta_properties": [("property", "left"), ("value", "left")],
     "quorum_state": [("field", "left"), ("value", "left")],
 }
+
+
+# The batch table's header and justification as the C function takes them.
+_BATCH_NAMES = "\n".join(name for name, _ in _COLUMNS["batch"]).encode()
+_BATCH_JUSTIFY = "".join(justify[0] for _, justify in _COLUMNS["batch"]).encode()
 
 
 def _batch_row(b: dict[str, Any]) -> list[str]:
@@ -339,11 +346,12 @@ def _render_tables(items: Any, err: Any) -> None:
         table = None
         rows = 0
 
-    for item in items:
+    def add(item: dict[str, Any]) -> None:
+        nonlocal table, current, rows, noted
         if item["kind"] == "problem":
             flush()
             err.print(_problem_line(item), style="bold red", markup=False, highlight=False)
-            continue
+            return
         key = (item["file"], item["kind"])
         if key != current:
             flush()
@@ -364,4 +372,31 @@ def _render_tables(items: Any, err: Any) -> None:
         rows += 1
         if rows >= TABLE_CHUNK:
             flush()
+
+    def add_run(item: dict[str, Any]) -> None:
+        """A run of batches: each whole chunk of it as the C function's padded rows when it
+        can tell (the text ``plain_table`` writes), the rest as dump's items."""
+        nonlocal table, current, noted
+        run: TableRun = item["run"]
+        key = (item["file"], "batch")
+        while run.left:
+            if rows == 0 and run.left >= TABLE_CHUNK and out.color_system is None:
+                first = key != current
+                text = run.table_text(TABLE_CHUNK, _BATCH_NAMES, _BATCH_JUSTIFY, first,
+                                      (glyph("↳", "->"), glyph("…", "...")), out.width)
+                if text is not None:
+                    if first:
+                        current, noted = key, False
+                        out.print(f"[bold]{item['file']}[/] [dim](batch)[/]")
+                    out.file.write(text)
+                    table = None
+                    continue
+            for sub in run.items(min(run.left, TABLE_CHUNK - rows)):
+                add(sub)
+
+    for item in items:
+        if item["kind"] == "batch_run":
+            add_run(item)
+        else:
+            add(item)
     flush()

@@ -605,6 +605,10 @@ static PyMethodDef methods[] = {
      "format_dump_batches(buf, columns, n, head, item_separator, min_offset, max_offset, "
      "start, stop, max_bytes) -> (bytes, next_row): dump's JSON items of uncompressed v2 "
      "batches (see _dumpfmt.c)."},
+    {"format_dump_table", format_dump_table, METH_VARARGS,
+     "format_dump_table(buf, columns, n, min_offset, max_offset, start, stop, names, justify, "
+     "show_header, under, more, width) -> bytes or None: dump's table rows of a chunk of "
+     "batches and their records, padded (see _dumpfmt.c)."},
     {"record_columns", record_columns, METH_VARARGS,
      "record_columns(buf, n, position, size, attributes, records_count, base_offset, "
      "base_timestamp, max_timestamp, template, min_offset, max_offset, start, stop, "

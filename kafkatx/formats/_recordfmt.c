@@ -326,7 +326,7 @@ static int read_span(cursor_t *c, span_t *s)
  * [0, ISO_BELOW): civil-from-days (proleptic Gregorian) of the day count. */
 #define ISO_BELOW (1LL << 42)  /* iso_ms' float seconds are exact to the ms below it */
 
-static int put_iso_ms(out_t *o, long long ms)
+int put_iso_ms(out_t *o, long long ms)
 {
     long long days = ms / 86400000LL, in_day = ms % 86400000LL;
     long long z = days + 719468, era = z / 146097;

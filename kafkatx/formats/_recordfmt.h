@@ -61,6 +61,9 @@ KTX_INTERNAL int classify(const uint8_t *p, Py_ssize_t n);
 KTX_INTERNAL int valid_utf8(const uint8_t *p, Py_ssize_t n, int *error);
 /* p[0:n] as base64 (b64encode's alphabet and padding) appended to o. */
 KTX_INTERNAL int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n);
+/* `ms` in [0, ISO_BELOW) as kafkatx.analysis.timefmt.iso_ms writes it (24 bytes). */
+#define ISO_BELOW (1LL << 42)
+KTX_INTERNAL int put_iso_ms(out_t *o, long long ms);
 /* The records section of one batch appended to `o` (taken back out when refused): 0, 1
  * refused, -1 Python error; `written` and `stopped` updated. See _recordfmt.c. */
 KTX_INTERNAL int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t count,

@@ -46,5 +46,6 @@ PyObject *format_records(PyObject *self, PyObject *args);
 PyObject *format_batches(PyObject *self, PyObject *args);
 /* kafkatx.formats._batchscan.format_dump_batches (in _dumpfmt.c). */
 PyObject *format_dump_batches(PyObject *self, PyObject *args);
+PyObject *format_dump_table(PyObject *self, PyObject *args);
 
 #endif
