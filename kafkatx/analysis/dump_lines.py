@@ -98,9 +98,9 @@ class TableRun:
         return self.stop - self.next
 
     def table_text(self, k: int, names: bytes, justify: bytes, show_header: bool,
-                   glyphs: tuple[str, str], width: int) -> str | None:
-        """The next ``k`` batches' rows padded as ``plain_table`` pads them, or None (and
-        nothing taken) where only rich can tell."""
+                   glyphs: tuple[str, str], width: int) -> bytes | None:
+        """The next ``k`` batches' rows padded as ``plain_table`` pads them (UTF-8), or None
+        (and nothing taken) where only rich can tell."""
         low, high = self.offsets
         text = _table(self.data, self.cols, len(self.rows), low, high, self.next,
                       self.next + k, names, justify, show_header, glyphs[0].encode(),
@@ -108,7 +108,7 @@ class TableRun:
         if text is None:
             return None
         self.next += k
-        return text.decode()
+        return text
 
     def items(self, k: int) -> Iterator[dict]:
         """dump's items of the next ``k`` batches."""

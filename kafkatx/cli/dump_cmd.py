@@ -331,6 +331,19 @@ def _new_table(kind: str, title: str | None, header: bool) -> FitTable:
                     title=title, show_header=header)
 
 
+def _write_utf8(out: Any, text: bytes) -> None:
+    """UTF-8 ``text`` onto the console's file: as bytes onto a UTF-8 stream's buffer (no
+    decoding and encoding again), else as text."""
+    file = out.file
+    buffer = getattr(file, "buffer", None)
+    if buffer is not None and str(getattr(file, "encoding", "")).lower().replace("-", "") \
+            == "utf8":
+        file.flush()
+        buffer.write(text)
+    else:
+        file.write(text.decode())
+
+
 def _render_tables(items: Any, err: Any) -> None:
     """Stream tables: one per file and kind, flushed every TABLE_CHUNK rows."""
     out = stdout_console()
@@ -388,7 +401,7 @@ def _render_tables(items: Any, err: Any) -> None:
                     if first:
                         current, noted = key, False
                         out.print(f"[bold]{item['file']}[/] [dim](batch)[/]")
-                    out.file.write(text)
+                    _write_utf8(out, text)
                     table = None
                     continue
             for sub in run.items(min(run.left, TABLE_CHUNK - rows)):

@@ -284,7 +284,7 @@ static int put_record_text(out_t *o, out_t *scratch, cursor_t *body, const Py_bu
         return -1;
     if ((r = put_bytes_cell(o, scratch, value, vlen, 100, more, extra)) != 0)
         return r;
-    if (read_zigzag(body, 5, &count) < 0 || count < 0)
+    if (read_zigzag(body, 5, &count) < 0 || count < 0 || count > body->end - body->p)
         return 1;
     for (int64_t i = 0; i < count; i++) {
         if (read_len(body, &klen, &key) < 0 || klen < 0 || !printable_ascii(key, klen) ||
@@ -354,10 +354,12 @@ static int put_record_rows(table_t *t, out_t *scratch, const uint8_t *data, Py_s
             (!log_append &&
              __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)))
             return 1;
-        if (offset < w->min_offset || offset > w->max_offset)
-            continue;
-        if (timestamp < 0 || timestamp >= ISO_BELOW)
+        /* A record outside the window is read as one within it (format_section's checks),
+         * then taken back out. */
+        int shown = offset >= w->min_offset && offset <= w->max_offset;
+        if (shown && (timestamp < 0 || timestamp >= ISO_BELOW))
             return 1;
+        Py_ssize_t mark = t->text.len, marked_cells = t->n_cells;
         Py_ssize_t start = t->text.len;
         if (put(&t->text, under->buf, under->len) < 0 || PUT_LIT(&t->text, " ") < 0 ||
             put_ll(&t->text, offset) < 0 || end_cell(t, start, under->len - chars_of(under)) < 0)
@@ -366,7 +368,7 @@ static int put_record_rows(table_t *t, out_t *scratch, const uint8_t *data, Py_s
             if (end_cell(t, t->text.len, 0) < 0)
                 return -1;
         start = t->text.len;
-        if (put_iso_ms(&t->text, timestamp) < 0 || end_cell(t, start, 0) < 0 ||
+        if (put_iso_ms(&t->text, shown ? timestamp : 0) < 0 || end_cell(t, start, 0) < 0 ||
             end_cell(t, t->text.len, 0) < 0)
             return -1;
         Py_ssize_t extra = 0;
@@ -374,6 +376,11 @@ static int put_record_rows(table_t *t, out_t *scratch, const uint8_t *data, Py_s
         int r = put_record_text(&t->text, scratch, &body, more, &extra);
         if (r != 0)
             return r;
+        if (!shown) {
+            t->text.len = mark;
+            t->n_cells = marked_cells;
+            continue;
+        }
         if (!plain_cell(t->text.buf + start, t->text.len - start))
             return 1;
         if (end_cell(t, start, extra) < 0)
@@ -530,14 +537,15 @@ PyObject *format_dump_table(PyObject *self, PyObject *args)
         const uint8_t *section = buf + pos + RECORDS_START;
         Py_ssize_t len = (Py_ssize_t)(size - RECORDS_START), written = 0;
         int stopped = 0, log_append = (AT(ATTRIBUTES) & LOG_APPEND_TIME_BIT) != 0;
-        /* The records the JSON path takes, and no others (its checks are the reference). */
+        result = put_batch_row(&t, col, n, row);
+        /* A marker's records (no rows): those the JSON path takes, and no others; a data
+         * batch's rows are read with at least format_section's checks. */
         json.len = 0;
-        result = format_section(section, len, (Py_ssize_t)AT(COUNT), AT(BASE_OFFSET),
-                                AT(BASE_TIMESTAMP), AT(MAX_TIMESTAMP), log_append, &tpl, &w,
-                                &json, &scratch, &written, &stopped);
-        if (result == 0)
-            result = put_batch_row(&t, col, n, row);
-        if (result == 0 && !(AT(ATTRIBUTES) & CONTROL_BIT))
+        if (result == 0 && (AT(ATTRIBUTES) & CONTROL_BIT))
+            result = format_section(section, len, (Py_ssize_t)AT(COUNT), AT(BASE_OFFSET),
+                                    AT(BASE_TIMESTAMP), AT(MAX_TIMESTAMP), log_append, &tpl,
+                                    &w, &json, &scratch, &written, &stopped);
+        else if (result == 0)
             result = put_record_rows(&t, &scratch, section, len, (Py_ssize_t)AT(COUNT),
                                      AT(BASE_OFFSET), AT(BASE_TIMESTAMP), AT(MAX_TIMESTAMP),
                                      log_append, &w, &under, &more);
