@@ -32,13 +32,19 @@ def test_a_records_iso_text_is_iso_ms(ms: int) -> None:
 
 
 def _table(seg: Path | list[str], flt: DumpFilter | None = None, *,
-           table_runs: bool = False) -> str:
-    out = io.StringIO()
+           table_runs: bool = False, utf8_stream: bool = False) -> str:
+    """The table on a text stream; ``utf8_stream``: a UTF-8 one over bytes (the C chunks
+    then go to its buffer as bytes, as onto stdout)."""
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8") if utf8_stream else io.StringIO()
     paths = seg if isinstance(seg, list) else [str(seg)]
     items = dump(paths, flt or DumpFilter(), records=True, stats=DumpStats(), encoded=True,
                  table_runs=table_runs)
     with contextlib.redirect_stdout(out):
         dump_cmd._render_tables(items, dump_cmd.stderr_console())
+    if isinstance(out, io.TextIOWrapper):
+        out.flush()
+        return raw.getvalue().decode()
     return out.getvalue()
 
 
@@ -90,7 +96,8 @@ def test_fixture_tables_from_c_chunks_are_riches(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(dump_lines, "WINDOW", 4096)
     paths = [str(p) for p in sorted(FIXTURES.iterdir()) if p.is_dir()]
     written = _counting_c_chunks(monkeypatch)
-    fast = _table(paths, table_runs=True)
+    fast = _table(paths, table_runs=True, utf8_stream=True)
     assert len(written) >= 5
     monkeypatch.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
-    assert fast == _table(paths)
+    assert fast == _table(paths, utf8_stream=True)
+    assert "\u21b3" in fast
