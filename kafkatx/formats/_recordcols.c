@@ -194,16 +194,6 @@ static int put_section(columns_t *cols, const uint8_t *data, Py_ssize_t len, Py_
     return result;
 }
 
-static const int64_t *int64_column(Py_buffer *b, Py_ssize_t n, const char *name)
-{
-    if (b->len != n * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_Format(PyExc_ValueError, "record_columns: %s holds %zd bytes, not %zd int64",
-                     name, b->len, n);
-        return NULL;
-    }
-    return (const int64_t *)b->buf;
-}
-
 PyObject *record_columns(PyObject *self, PyObject *args)
 {
     enum { POSITION, SIZE, ATTRIBUTES, COUNT, BASE_OFFSET, BASE_TIMESTAMP, MAX_TIMESTAMP,
@@ -222,7 +212,7 @@ PyObject *record_columns(PyObject *self, PyObject *args)
     const int64_t *col[N_COLUMNS];
     int result = 0;
     for (int k = 0; k < N_COLUMNS && result == 0; k++)
-        if ((col[k] = int64_column(&in[k], n, names[k])) == NULL)
+        if ((col[k] = int64_column(&in[k], n, "record_columns", names[k])) == NULL)
             result = -1;
     columns_t cols;
     memset(&cols, 0, sizeof cols);

@@ -521,11 +521,10 @@ PyObject *format_records(PyObject *self, PyObject *args)
     return out;
 }
 
-/* The int64 column `name` of format_batches: n items or an error. */
-static const int64_t *column(Py_buffer *b, Py_ssize_t n, const char *name)
+const int64_t *int64_column(Py_buffer *b, Py_ssize_t n, const char *function, const char *name)
 {
     if (b->len != n * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_Format(PyExc_ValueError, "format_batches: %s holds %zd bytes, not %zd int64",
+        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd bytes, not %zd int64", function,
                      name, b->len, n);
         return NULL;
     }
@@ -552,7 +551,7 @@ PyObject *format_batches(PyObject *self, PyObject *args)
     const int64_t *col[N_COLUMNS];
     int ok = 1;
     for (int k = 0; k < N_COLUMNS && ok; k++)
-        ok = (col[k] = column(&cols[k], n, names[k])) != NULL;
+        ok = (col[k] = int64_column(&cols[k], n, "format_batches", names[k])) != NULL;
     Py_ssize_t n_templates = PyTuple_GET_SIZE(templates);
     templates_t *ts = ok ? PyMem_Calloc((size_t)n_templates + 1, sizeof(templates_t)) : NULL;
     for (Py_ssize_t k = 0; ts != NULL && k < n_templates; k++) {

@@ -51,6 +51,9 @@ enum { MODE_JSON, MODE_CSV, MODE_TABLE };
 
 /* Room for `more` bytes after o->len (-1 and MemoryError when there is none). */
 KTX_INTERNAL int reserve(out_t *o, Py_ssize_t more);
+/* The int64 column `name` of `function`'s arguments: n items, or ValueError and NULL. */
+KTX_INTERNAL const int64_t *int64_column(Py_buffer *b, Py_ssize_t n, const char *function,
+                                         const char *name);
 /* `n` bytes appended to `o` (0 or -1). */
 KTX_INTERNAL int put(out_t *o, const void *p, Py_ssize_t n);
 /* `v` in decimal, as Python's int.__repr__ writes it (0 or -1). */
