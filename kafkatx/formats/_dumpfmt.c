@@ -341,18 +341,10 @@ static int put_record_rows(table_t *t, out_t *scratch, const uint8_t *data, Py_s
 {
     cursor_t c = {data, data + len};
     for (Py_ssize_t i = 0; i < count; i++) {
-        int64_t length, timestamp_delta, offset_delta;
-        if (read_zigzag(&c, 5, &length) < 0 || length <= 0 || length > c.end - c.p)
-            return 1;
-        cursor_t body = {c.p + 1, c.p + length};  /* past the record's attributes */
-        c.p += length;
-        if (read_zigzag(&body, 10, &timestamp_delta) < 0 ||
-            read_zigzag(&body, 5, &offset_delta) < 0)
-            return 1;
-        long long offset, timestamp = max_timestamp;
-        if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset) ||
-            (!log_append &&
-             __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)))
+        cursor_t body;
+        long long offset, timestamp;
+        if (read_record_head(&c, base_offset, base_timestamp, max_timestamp, log_append, &body,
+                             &offset, &timestamp))
             return 1;
         /* A record outside the window is read as one within it (format_section's checks),
          * then taken back out. */

@@ -134,21 +134,10 @@ typedef struct {
 /* One record: 0 (written or skipped), 1 refused, -1 Python error. */
 static int put_record(columns_t *cols, cursor_t *c, const batch_t *b, int *stopped)
 {
-    int64_t length;
-    if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p)
-        return 1;
-    cursor_t body = {c->p, c->p + length};
-    c->p += length;
-    if (body.p >= body.end)
-        return 1;
-    body.p++;  /* attributes: unused by the record itself */
-    int64_t timestamp_delta, offset_delta;
-    if (read_zigzag(&body, 10, &timestamp_delta) < 0 || read_zigzag(&body, 5, &offset_delta) < 0)
-        return 1;
-    long long offset, timestamp = b->max_timestamp;
-    if (__builtin_add_overflow(b->base_offset, (long long)offset_delta, &offset) ||
-        (!b->log_append &&
-         __builtin_add_overflow(b->base_timestamp, (long long)timestamp_delta, &timestamp)))
+    cursor_t body;
+    long long offset, timestamp;
+    if (read_record_head(c, b->base_offset, b->base_timestamp, b->max_timestamp, b->log_append,
+                         &body, &offset, &timestamp))
         return 1;
     const uint8_t *key, *value;
     Py_ssize_t klen, vlen;

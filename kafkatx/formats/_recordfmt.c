@@ -365,21 +365,10 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
                          long long *offset_out)
 {
     int csv = mode == MODE_CSV;
-    int64_t length;
-    if (read_zigzag(c, 5, &length) < 0 || length < 0 || length > c->end - c->p)
-        return 1;
-    cursor_t body = {c->p, c->p + length};
-    c->p += length;
-    if (body.p >= body.end)
-        return 1;
-    body.p++;  /* attributes: unused by the record itself */
-    int64_t timestamp_delta, offset_delta;
-    if (read_zigzag(&body, 10, &timestamp_delta) < 0 || read_zigzag(&body, 5, &offset_delta) < 0)
-        return 1;
-    long long offset, timestamp = max_timestamp;
-    if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset) ||
-        (!log_append &&
-         __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)))
+    cursor_t body;
+    long long offset, timestamp;
+    if (read_record_head(c, base_offset, base_timestamp, max_timestamp, log_append, &body,
+                         &offset, &timestamp))
         return 1;
     *offset_out = offset;
     span_t key, value;
