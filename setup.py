@@ -7,7 +7,8 @@ setup(
         Extension(
             "kafkatx.formats._batchscan",
             ["kafkatx/formats/_batchscan.c", "kafkatx/formats/_recordfmt.c",
-             "kafkatx/formats/_recordcols.c", "kafkatx/formats/_dumpfmt.c"],
+             "kafkatx/formats/_recordcols.c", "kafkatx/formats/_dumpfmt.c",
+             "kafkatx/formats/_replaytable.c"],
             depends=["kafkatx/formats/_varint.h", "kafkatx/formats/_recordfmt.h"],
             optional=True,
             extra_compile_args=["-O3"],

@@ -2,8 +2,10 @@
 table (``_render_table``: each record classified, chunks of rows rendered by FitTable, plain
 or through rich), on consoles of every width, with and without colours, on segments of
 batches of every codec, decision and fetch bound (tests/formats/test_record_format.py's
-batches), and chunks small enough that a segment spans several; and the C formatter's
-table mode writes timestamps as ``iso_ms`` does, refusing what it cannot vouch for."""
+batches), and chunks small enough that a segment spans several; the C function padding a
+chunk of the formatter's lines (``format_replay_table``, _replaytable.c) gives
+``fast_chunk_text``'s text or refuses where it does; and the C formatter's table mode writes
+timestamps as ``iso_ms`` does, refusing what it cannot vouch for."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from rich.console import Console
 
 from kafkatx.analysis.consumer_view import classify
 from kafkatx.analysis.timefmt import iso_ms
+from kafkatx.cli.plain_table import cell_text
 from kafkatx.cli.replay_cmd import _render_table, table_cells
-from kafkatx.cli.replay_table import TableWriter
+from kafkatx.cli.replay_table import COLUMNS, TableWriter, _replay_table, fast_chunk_text
 from kafkatx.formats.batchscan import scan_v2_run
 from kafkatx.formats.record_batch import Record, build_batch
 from kafkatx.formats.record_format import Templates, format_batch
@@ -73,6 +76,54 @@ def test_table_rows_from_the_formatter_print_as_the_python_table(parts: list[byt
     _render_table(slow, records=False, out=slow_out, chunk=chunk)
     assert fast.count == len(slow)
     assert fast_out.file.getvalue() == slow_out.file.getvalue()
+
+
+CELLS = ["7/1", "-", "12345678901/32767", "committed", "aborted (beyond HW)", "[bold]open[/]",
+         "→ pending", "é", "a:100:b", " lead", "trail ", "x" * 90, "[red]", ":smile:"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 2**63 - 1), st.integers(0, 2**42 - 1),
+                          st.integers(0, 7)), min_size=1, max_size=12),
+       st.lists(st.sampled_from(CELLS), min_size=4, max_size=4),
+       st.lists(st.sampled_from(CELLS), min_size=8, max_size=8),
+       st.sampled_from([20, 40, 60, 80, 220]), st.booleans(), st.integers(0, 3),
+       st.integers(0, 3))
+def test_c_chunk_is_fast_chunk_text(rows: list[tuple[int, int, int]], pids: list[str],
+                                    statuses: list[str], width: int, show_header: bool,
+                                    before: int, after: int) -> None:
+    """format_replay_table pads the chunk's lines as fast_chunk_text pads its cells (and
+    refuses exactly where it does), from any start, with lines after the chunk left alone."""
+    out = _console(width, False)
+    lines = [f"{o} {iso_ms(t)} {k}\n" for o, t, k in rows]
+    head = "".join(lines[:1] * before)
+    text = head + "".join(lines) + "".join(lines[:1] * after)
+    plain = [[None if (c := cell_text(out, cell)) is None else c.encode() for cell in cells]
+             for cells in (pids, statuses)]
+    done = _replay_table(text, len(head), len(rows), *plain,
+                         "\n".join(c.name for c in COLUMNS).encode(), b"rlrl", show_header,
+                         width)
+    columns = [[str(o) for o, _, _ in rows], [iso_ms(t) for _, t, _ in rows],
+               [pids[k >> 1] for _, _, k in rows], [statuses[k] for _, _, k in rows]]
+    expected = fast_chunk_text(out, columns, show_header=show_header)
+    if expected is None:
+        assert done is None
+        return
+    assert done is not None
+    assert done[0].decode() == expected
+    assert done[1] == len(text) - len(lines[0]) * after
+
+
+def test_c_chunk_refuses_what_it_cannot_vouch_for() -> None:
+    names, justify = "\n".join(c.name for c in COLUMNS).encode(), b"rlrl"
+    cells = [b"7/1"], [b"committed", b"aborted"]
+    good = "5 2026-11-29T04:00:00.000Z 1\n"
+    assert _replay_table(good, 0, 1, *cells, names, justify, False, 80) is not None
+    for lines, rows in [(good, 2), ("5 2026-11-29T04:00:00.000Z 2\n", 1),
+                        ("5 :100: 1\n", 1), ("5[ 2026 1\n", 1), ("5 2026 1", 1),
+                        ("é 2026 1\n", 1)]:
+        assert _replay_table(lines, 0, rows, *cells, names, justify, False, 80) is None
+    assert _replay_table(good, 0, 1, [None], cells[1], names, justify, False, 80) is None
 
 
 @settings(max_examples=500, deadline=None)

@@ -6,15 +6,17 @@ extension write ``OFFSET ISO-TIMESTAMP CELLS`` a line (its table mode); the
 producer and status cells of each template are cut from the Python rendering of a sample
 record (``replay_cmd.table_cells``), so the two paths cannot disagree on them. Rows are
 printed in chunks of :data:`CHUNK`, each sized on its own cells exactly as
-:class:`~kafkatx.cli.render.FitTable` sizes it; a chunk :func:`fast_chunk_text` cannot tell
-(colours, cells that are not plain ASCII, a table wider than the console) goes to FitTable.
-tests/test_replay_table.py proves the text equal to FitTable's.
+:class:`~kafkatx.cli.render.FitTable` sizes it. A chunk of the C formatter's lines only is
+padded in C (``format_replay_table``, _replaytable.c, with _dumpfmt.c's padding); one it
+refuses or holding rows made in Python goes to :func:`fast_chunk_text`, and a chunk that
+cannot tell (colours, cells that are not plain ASCII, a table wider than the console) to
+FitTable. tests/test_replay_table.py proves the text equal to FitTable's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,12 +24,15 @@ from kafkatx.analysis.consumer_view import ConsumerView, ReplayedRecord, classif
 from kafkatx.cli.plain_table import cell_text
 from kafkatx.cli.render import TABLE_GAP, Col, FitTable
 from kafkatx.cli.replay_writer import ReplayWriter
+from kafkatx.formats.batchscan import HAVE_EXTENSION, _ext
 from kafkatx.formats.record_format import INT64_MIN, Templates
 from kafkatx.formats.record_values import Record
 from kafkatx.semantics.read_committed import Decision
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+_replay_table: Any = getattr(_ext, "format_replay_table", None) if HAVE_EXTENSION else None
 
 CHUNK = 500  # rows sized and printed together
 COLUMNS = (Col("offset", "right"), Col("timestamp (UTC)", give_way=1),
@@ -74,7 +79,10 @@ def fast_chunk_text(out: Console, columns: Sequence[list[str]], *, show_header: 
 
 class TableWriter(ReplayWriter):
     """Replayed records as ``replay``'s table: rows from the C formatter where it takes a
-    batch, from :func:`cells` for the records it leaves to Python."""
+    batch, from :func:`cells` for the records it leaves to Python. The C formatter's lines
+    wait in ``pending`` (after the Python-made rows of ``columns``, if any) until a whole
+    chunk of them is padded by ``format_replay_table`` (_replaytable.c); a chunk it refuses,
+    or one holding a row made in Python, goes through :func:`fast_chunk_text` or FitTable."""
 
     def __init__(self, consumer: ConsumerView, out: Console,
                  cells: Callable[[ReplayedRecord], list[str]], *, chunk: int = CHUNK) -> None:
@@ -84,13 +92,22 @@ class TableWriter(ReplayWriter):
         self.console = out
         self.cells = cells
         self.out = _RowSink(self)  # type: ignore[assignment]
-        # offset, timestamp, pid/epoch and status cells of the rows not printed yet
+        # offset, timestamp, pid/epoch and status cells of rows not printed yet, before
+        # `pending`'s
         self.columns: list[list[str]] = [[], [], [], []]
+        self.pending = ""  # OFFSET TIMESTAMP K lines of the C formatter not printed yet
+        self.pending_rows = 0
         self.printed = 0
         self._pid_cells = np.empty(0, dtype=object)  # of each template
         self._status_cells = np.empty(0, dtype=object)  # of each template: low, high
+        # the same cells as rich shows them, UTF-8 (None: not plain), for the C function
+        self._pid_plain: list[bytes | None] = []
+        self._status_plain: list[bytes | None] = []
+        self._names = "\n".join(c.name for c in COLUMNS).encode()
+        self._justify = "".join("r" if c.justify == "right" else "l" for c in COLUMNS).encode()
 
     def write(self, r: ReplayedRecord) -> None:
+        self._take_pending(self.pending_rows)
         for column, cell in zip(self.columns, self.cells(r), strict=True):
             column.append(cell)
         self.count += 1
@@ -102,19 +119,62 @@ class TableWriter(ReplayWriter):
         offset)."""
         if not text:
             return
-        parts = text.split()
+        self.pending += text
+        self.pending_rows += text.count("\n")
+        if self.columns[0]:  # the chunk begun in Python is filled from these lines
+            self._take_pending(min(self.pending_rows, self.chunk - len(self.columns[0])))
+            self._print_full()
+        if self.columns[0]:
+            return
+        chunk = self.chunk
+        while self.pending_rows >= chunk:
+            self._print_pending(chunk)
+        if not self.pending_rows:
+            self.pending = ""
+
+    def close(self) -> None:
+        if self.columns[0]:
+            self._take_pending(self.pending_rows)
+            self._print(self.columns)
+            self.columns = [[], [], [], []]
+        elif self.pending_rows:
+            self._print_pending(self.pending_rows)
+        self.pending, self.pending_rows = "", 0
+
+    def _print_pending(self, rows: int) -> None:
+        """The first ``rows`` lines of ``pending`` printed as one chunk."""
+        first = self.printed == 0
+        out = self.console
+        done = None if _replay_table is None or out.color_system is not None else _replay_table(
+            self.pending, 0, rows, self._pid_plain, self._status_plain, self._names,
+            self._justify, first, out.width)
+        if done is None:
+            self._take_pending(rows)
+            self._print(self.columns)
+            self.columns = [[], [], [], []]
+            return
+        text, end = done
+        self.printed += rows
+        self.pending = self.pending[end:]
+        self.pending_rows -= rows
+        out.file.write(text.decode("utf-8"))
+
+    def _take_pending(self, rows: int) -> None:
+        """The first ``rows`` lines of ``pending`` moved to ``columns``."""
+        if rows <= 0:
+            return
+        end = -1
+        for _ in range(rows):
+            end = self.pending.index("\n", end + 1)
+        parts = self.pending[:end + 1].split()
+        self.pending = self.pending[end + 1:]
+        self.pending_rows -= rows
         cells = _integers(parts[2::3])
         offsets, timestamps, pids, statuses = self.columns
         offsets += parts[0::3]
         timestamps += parts[1::3]
         pids += self._pid_cells[cells >> 1].tolist()
         statuses += self._status_cells[cells].tolist()
-        self._print_full()
-
-    def close(self) -> None:
-        if self.columns[0]:
-            self._print(self.columns)
-            self.columns = [[], [], [], []]
 
     def _print_full(self) -> None:
         chunk = self.chunk
@@ -151,8 +211,15 @@ class TableWriter(ReplayWriter):
         self._pid_cells = np.append(self._pid_cells, np.array([low[2]], dtype=object))
         self._status_cells = np.append(self._status_cells,
                                        np.array([low[3], high[3]], dtype=object))
+        self._pid_plain.append(self._plain(low[2]))
+        self._status_plain += [self._plain(low[3]), self._plain(high[3])]
         return Templates(b"", b" ", b"", f" {2 * k}\n".encode(), f" {2 * k + 1}\n".encode(),
                          split, table=True)
+
+
+    def _plain(self, cell: str) -> bytes | None:
+        text = cell_text(self.console, cell)
+        return None if text is None else text.encode("utf-8")
 
 
 class _RowSink:

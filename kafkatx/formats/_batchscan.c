@@ -609,6 +609,9 @@ static PyMethodDef methods[] = {
      "format_dump_table(buf, columns, n, min_offset, max_offset, start, stop, names, justify, "
      "show_header, under, more, width) -> bytes or None: dump's table rows of a chunk of "
      "batches and their records, padded (see _dumpfmt.c)."},
+    {"format_replay_table", format_replay_table, METH_VARARGS,
+     "format_replay_table(lines, start, rows, pids, statuses, names, justify, show_header, "
+     "width) -> (bytes, end) or None: replay's table rows padded (see _replaytable.c)."},
     {"record_columns", record_columns, METH_VARARGS,
      "record_columns(buf, n, position, size, attributes, records_count, base_offset, "
      "base_timestamp, max_timestamp, template, min_offset, max_offset, start, stop, "

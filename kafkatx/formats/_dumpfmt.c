@@ -172,18 +172,7 @@ done:
  */
 #define TABLE_COLUMNS 11
 
-typedef struct {
-    Py_ssize_t at, len, chars;
-} cell_t;
-
-typedef struct {
-    out_t text;
-    cell_t *cells;
-    Py_ssize_t n_cells, cap_cells;
-} table_t;
-
-/* A cell from `start` to the end of the text; `extra` characters fewer than its bytes. */
-static int end_cell(table_t *t, Py_ssize_t start, Py_ssize_t extra)
+int end_cell(table_t *t, Py_ssize_t start, Py_ssize_t extra)
 {
     if (t->n_cells == t->cap_cells) {
         Py_ssize_t cap = t->cap_cells ? 2 * t->cap_cells : 4096;
@@ -446,14 +435,15 @@ static int put_spaces(out_t *o, Py_ssize_t k)
     return 0;
 }
 
-/* The padded lines of the table's cells (and header), or 1 when wider than `width`. */
-static int put_lines(out_t *o, const table_t *t, const char *names, Py_ssize_t names_len,
-                     int show_header, const char *justify, Py_ssize_t width)
+int put_lines(out_t *o, const table_t *t, int columns, const char *names,
+              Py_ssize_t names_len, int show_header, const char *justify, Py_ssize_t width)
 {
-    cell_t header[TABLE_COLUMNS];
-    Py_ssize_t widths[TABLE_COLUMNS] = {0};
+    cell_t header[MAX_TABLE_COLUMNS];
+    Py_ssize_t widths[MAX_TABLE_COLUMNS] = {0};
     const char *p = names, *end = names + names_len;
-    for (int k = 0; k < TABLE_COLUMNS; k++) {
+    if (columns < 1 || columns > MAX_TABLE_COLUMNS)
+        return 1;
+    for (int k = 0; k < columns; k++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl == NULL)
             nl = end;
@@ -463,20 +453,20 @@ static int put_lines(out_t *o, const table_t *t, const char *names, Py_ssize_t n
         p = nl < end ? nl + 1 : end;
     }
     for (Py_ssize_t i = 0; i < t->n_cells; i++)
-        if (t->cells[i].chars > widths[i % TABLE_COLUMNS])
-            widths[i % TABLE_COLUMNS] = t->cells[i].chars;
-    Py_ssize_t total = 2 * (TABLE_COLUMNS - 1);
-    for (int k = 0; k < TABLE_COLUMNS; k++) {
+        if (t->cells[i].chars > widths[i % columns])
+            widths[i % columns] = t->cells[i].chars;
+    Py_ssize_t total = 2 * (columns - 1);
+    for (int k = 0; k < columns; k++) {
         if (widths[k] == 0)
             return 1;
         total += widths[k];
     }
     if (total > width)
         return 1;
-    Py_ssize_t rows = t->n_cells / TABLE_COLUMNS;
+    Py_ssize_t rows = t->n_cells / columns;
     for (Py_ssize_t r = show_header ? -1 : 0; r < rows; r++) {
-        for (int k = 0; k < TABLE_COLUMNS; k++) {
-            const cell_t *c = r < 0 ? &header[k] : &t->cells[r * TABLE_COLUMNS + k];
+        for (int k = 0; k < columns; k++) {
+            const cell_t *c = r < 0 ? &header[k] : &t->cells[r * columns + k];
             const char *text = (r < 0 ? names : t->text.buf) + c->at;
             Py_ssize_t pad = widths[k] - c->chars;
             if ((k && PUT_LIT(o, "  ") < 0) ||
@@ -544,7 +534,8 @@ PyObject *format_dump_table(PyObject *self, PyObject *args)
 #undef AT
     }
     if (result == 0)
-        result = put_lines(&lines, &t, names.buf, names.len, show_header, justify.buf, width);
+        result = put_lines(&lines, &t, TABLE_COLUMNS, names.buf, names.len, show_header,
+                           justify.buf, width);
     if (result == 0)
         out = PyBytes_FromStringAndSize(lines.buf ? lines.buf : "", lines.len);
     else if (result == 1)

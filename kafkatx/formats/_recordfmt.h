@@ -75,4 +75,26 @@ KTX_INTERNAL int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t 
                                 const window_t *w, out_t *o, out_t *scratch,
                                 Py_ssize_t *written, int *stopped);
 
+/* A plain table's cells (_dumpfmt.c): each a span of `text` (`chars` characters of UTF-8),
+ * row after row, `columns` a row. */
+typedef struct {
+    Py_ssize_t at, len, chars;
+} cell_t;
+
+typedef struct {
+    out_t text;
+    cell_t *cells;
+    Py_ssize_t n_cells, cap_cells;
+} table_t;
+
+#define MAX_TABLE_COLUMNS 16
+/* A cell from `start` to the end of t->text; `extra` characters fewer than its bytes. */
+KTX_INTERNAL int end_cell(table_t *t, Py_ssize_t start, Py_ssize_t extra);
+/* The table's cells padded as kafkatx.cli.plain_table pads them (the header `names` joined
+ * by '\n' when `show_header`, `justify` 'r'/'l' a column, two spaces between columns, a line
+ * a row) appended to `o`: 0, 1 when a column is empty or the table wider than `width`, -1. */
+KTX_INTERNAL int put_lines(out_t *o, const table_t *t, int columns, const char *names,
+                           Py_ssize_t names_len, int show_header, const char *justify,
+                           Py_ssize_t width);
+
 #endif

@@ -72,5 +72,7 @@ PyObject *format_batches(PyObject *self, PyObject *args);
 /* kafkatx.formats._batchscan.format_dump_batches (in _dumpfmt.c). */
 PyObject *format_dump_batches(PyObject *self, PyObject *args);
 PyObject *format_dump_table(PyObject *self, PyObject *args);
+/* kafkatx.formats._batchscan.format_replay_table (in _replaytable.c). */
+PyObject *format_replay_table(PyObject *self, PyObject *args);
 
 #endif
