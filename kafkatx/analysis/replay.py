@@ -179,9 +179,8 @@ class PartitionReplayer:
                             if t.marker_offset is None or t.marker_offset >= high_watermark]
         unreplicated = res.state.unreplicated_txns
         if len(unreplicated) > 1:
-            newest = unreplicated.values_by_key[unreplicated.keys[-1]]
-            unreplicated.retain(lambda txn: txn is newest or txn.last_offset is None
-                                or txn.last_offset >= high_watermark)
+            res.state.on_high_watermark_updated(
+                high_watermark, keep=unreplicated.values_by_key[unreplicated.keys[-1]])
 
     def _note_timestamps(self, h: HeaderColumns) -> None:
         res = self.result

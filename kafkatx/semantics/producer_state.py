@@ -492,16 +492,20 @@ class ProducerStateManager:
                                                self.unreplicated_txns.first()) if t is not None]
         return min(candidates) if candidates else None
 
-    def on_high_watermark_updated(self, high_watermark: int) -> None:
-        self._remove_unreplicated_transactions(high_watermark)
+    def on_high_watermark_updated(self, high_watermark: int, *,
+                                  keep: TxnMetadata | None = None) -> None:
+        """``ProducerStateManager#onHighWatermarkUpdated``; ``keep``: a transaction the caller
+        still needs in the map (the forensic replay's newest unreplicated one)."""
+        self._remove_unreplicated_transactions(high_watermark, keep)
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         self._remove_unreplicated_transactions(log_start_offset)
         self.last_map_offset = max(self.last_map_offset, log_start_offset)
 
-    def _remove_unreplicated_transactions(self, offset: int) -> None:
+    def _remove_unreplicated_transactions(self, offset: int,
+                                          keep: TxnMetadata | None = None) -> None:
         self.unreplicated_txns.retain(
-            lambda txn: txn.last_offset is None or txn.last_offset >= offset)
+            lambda txn: txn is keep or txn.last_offset is None or txn.last_offset >= offset)
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO stored in the .txnindex for ``completed`` (before ``complete_txn``)."""
