@@ -234,3 +234,44 @@ def test_stderr_lines_are_riches(text: str, highlight: bool) -> None:
     finally:
         sys.stderr = saved
     assert lines._console is None  # written without rich (stderr is no terminal here)
+
+
+def _collections_during(argv: list[str] | None) -> dict[str, int | bool]:
+    """Run ``lso`` of a data partition in a fresh interpreter: how often the cyclic GC ran
+    while ``main`` did (imports of the command included), what it froze, whether the
+    threshold came back."""
+    call = "main()" if argv is None else f"main({argv!r})"
+    code = ("import gc, json, sys\n"
+            "sys.argv = ['kafkatx', 'lso', 'fixtures/logdir/payments-0', '--format', 'json']\n"
+            "from kafkatx.cli.main import main\n"
+            "runs = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(1) if phase == 'start' "
+            "else None)\n"
+            "before = gc.get_threshold()\n"
+            f"try:\n    {call}\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(json.dumps({'collections': len(runs), "
+            "'frozen': gc.get_freeze_count(), 'restored': gc.get_threshold() == before}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_the_command_line_loads_its_command_without_collecting_it() -> None:
+    """As the process's command line, the command's module (numpy, the analysis) loads with
+    the analysis's GC threshold and is then frozen: the collector does not walk the tens of
+    thousands of objects it created (~50 collections with the default threshold); the
+    threshold is the one from before once the command has run."""
+    cli_run = _collections_during(None)
+    assert cli_run["frozen"] > 10_000 and cli_run["restored"]
+    assert cli_run["collections"] < 5, cli_run
+    # Called with an argv (in-process, as tests do), the caller's collector is left alone.
+    embedded = _collections_during(["lso", "fixtures/logdir/payments-0", "--format", "json"])
+    assert embedded["frozen"] == 0 and embedded["restored"]
+    assert embedded["collections"] > cli_run["collections"]
+
+
+def test_difflib_only_for_a_mistyped_command() -> None:
+    assert "difflib" not in _modules_after(["lso", "fixtures/logdir/payments-0", "--format",
+                                             "json"])
+    assert "difflib" in _modules_after(["lsx"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
+import gc
 import importlib
 import os
 import sys
@@ -28,6 +28,17 @@ VERSION_MESSAGE = f"%(prog)s %(version)s\n{SUPPORTED_KAFKA}"
 # spin for ~0.1 CPU-s (measured on 2 cores: `import numpy` 0.20 CPU-s, 0.10 with one thread).
 # kafkatx does no linear algebra; a value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# A command's imports (numpy, the analysis's modules) create tens of thousands of objects that
+# live as long as the process: with Python's default young-generation threshold (700
+# allocations) the cyclic GC walked them ~50 times while the command's module loaded, and the
+# first collections after it walked them all again (~8-10 ms of a 0.2 s `lso` of a tiny dir).
+# Run as the process's command line, the CLI loads a command's module collecting every 100,000
+# allocations (as the analysis commands run: cli/analysis_options.py's
+# ANALYSIS_GC_THRESHOLD), then moves what it loaded out of the collector's sight
+# (``gc.freeze``); the command runs with the threshold it had before. Called in-process with
+# an argv (tests, other programs) it leaves the caller's collector alone.
+IMPORT_GC_THRESHOLD = (100_000, 50, 100)
 
 
 # name -> (module, attribute, summary for ``kafkatx --help``). A command's module is imported
@@ -71,6 +82,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 class LazyGroup(click.Group):
     """A click group that imports a command's module only when that command is used."""
 
+    freeze_imports = False  # main() of the process's own command line sets it (see above)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -78,6 +91,14 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attribute, _ = COMMANDS[cmd_name]
+        if self.freeze_imports and module not in sys.modules:
+            before = gc.get_threshold()
+            gc.set_threshold(*IMPORT_GC_THRESHOLD)
+            try:
+                importlib.import_module(module)
+                gc.freeze()
+            finally:
+                gc.set_threshold(*before)
         command: click.Command = getattr(importlib.import_module(module), attribute)
         return command
 
@@ -86,6 +107,8 @@ class LazyGroup(click.Group):
         """As click's, with "did you mean" for a mistyped command."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
             close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             ctx.fail(f"No such command {name!r}.{hint} (kafkatx --help lists them)")
@@ -122,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
     verbose = _verbosity(args)
     fmt = output_format(args)
     tolerate_any_encoding()
+    if argv is None:
+        cli.freeze_imports = True
     try:
         cli.main(args=args, prog_name="kafkatx", standalone_mode=False)
     except click.exceptions.Abort:
