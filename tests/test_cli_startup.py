@@ -121,6 +121,81 @@ def test_lso_table_loads_rich_and_no_parser() -> None:
         assert name not in loaded, name
 
 
+# Loaded by ``dump --records`` only when a file needs them: construct's parsers (legacy entries,
+# compressed or control batches other than markers, batches the C formatter refuses), the
+# codecs, and the decoders of the coordinators' and KRaft's records and of every other kind of
+# file. A clean segment of uncompressed v2 batches is the C scan and formatter alone.
+DUMP_RECORDS_LAZY = ("construct", "kafkatx.formats.record_batch", "kafkatx.formats.segment",
+                     "kafkatx.formats.legacy_message", "kafkatx.formats.record_decode",
+                     "kafkatx.formats.compression", "cramjam", "zstandard",
+                     "kafkatx.formats.consumer_offsets", "kafkatx.formats.transaction_log",
+                     "kafkatx.formats.metadata_records", "kafkatx.formats.kafka_messages",
+                     "kafkatx.formats.offset_index", "kafkatx.formats.time_index",
+                     "kafkatx.formats.quorum_state")
+PLAIN_SEGMENT = "fixtures/logdir/payments-1/00000000000000000000.log"
+
+
+def test_dump_records_jsonl_of_a_data_segment_loads_no_parser_and_no_rich() -> None:
+    """``dump --records -f jsonl`` of a clean data segment: each module above, or rich,
+    becoming an eager import again fails here."""
+    loaded = _modules_after(["dump", "--records", "-f", "jsonl", PLAIN_SEGMENT])
+    assert "kafkatx.analysis.dump_lines" in loaded  # the dump ran
+    assert not [name for name in (*DUMP_RECORDS_LAZY, "rich") if name in loaded]
+
+
+def test_dump_records_piped_table_of_a_data_segment_loads_no_parser_and_no_rich() -> None:
+    """The piped table of the same segment: no parser either, and no rich -- its heading
+    and the C function's padded rows are written plainly (the table's Python renderer,
+    kafkatx.cli.render, neither)."""
+    loaded = _modules_after(["dump", "--records", PLAIN_SEGMENT])
+    assert "kafkatx.analysis.dump_lines" in loaded
+    assert not [name for name in (*DUMP_RECORDS_LAZY, "rich", "kafkatx.cli.render")
+                if name in loaded]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab1/ :-_.[]\\\té中"), max_size=30)
+       | st.text(alphabet="x/", min_size=200, max_size=230)
+       | st.sampled_from(["a:smile:b", "seg:00:01.log", ":+1:", "a[b]c", "[bold]x",
+                          "x\\[y", " lead", "trail "]),
+       st.sampled_from(["batch", "index entry", "time index entry"]))
+def test_a_plain_heading_is_riches(text: str, note: str) -> None:
+    """``StdoutLines.heading`` on a pipe writes rich's bytes for dump's ``[bold]FILE[/]
+    [dim](KIND)[/]`` line, whether it writes them itself or through rich."""
+    from rich.console import Console
+
+    from kafkatx.cli.output import PIPED_WIDTH, StdoutLines
+
+    rich_out = Console(file=io.StringIO(), soft_wrap=False, width=PIPED_WIDTH, highlight=False)
+    try:
+        rich_out.print(f"[bold]{text}[/] [dim]({note})[/]")
+    except Exception as error:  # rich's markup error: the plain writer leaves it to rich
+        expected: str = type(error).__name__
+    else:
+        expected = rich_out.file.getvalue()
+    lines = StdoutLines()
+    lines.file = io.StringIO()
+    lines.plain = True
+    lines._console = Console(file=lines.file, soft_wrap=False, width=PIPED_WIDTH,
+                             highlight=False)
+    try:
+        lines.heading(text, note)
+    except Exception as error:
+        assert type(error).__name__ == expected
+    else:
+        assert lines.file.getvalue() == expected
+
+
+def test_dump_of_other_files_still_loads_their_decoders() -> None:
+    """The lazy imports are there when needed: a compressed batch's codec, an index's reader,
+    a __consumer_offsets partition's group records."""
+    loaded = _modules_after(["dump", "--records", "-f", "jsonl", "fixtures/logdir/payments-0",
+                             "fixtures/logdir/__consumer_offsets-41"])
+    for name in ("kafkatx.formats.compression", "kafkatx.formats.offset_index",
+                 "kafkatx.formats.consumer_offsets"):
+        assert name in loaded, name
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab1200 :-[]/"), max_size=14)
        | st.sampled_from(["ages at: 2026-11-29T03:56:31.775Z", "a:smile:b", ":100:", ":1234:",

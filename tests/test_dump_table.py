@@ -21,6 +21,7 @@ from kafkatx.analysis import dump_lines
 from kafkatx.analysis.dump import DumpFilter, DumpStats, dump
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli import dump_cmd, render
+from kafkatx.cli.output import stderr_console
 from tests.analysis.test_dump_lines import FIXTURES, filters, segments
 
 
@@ -41,7 +42,7 @@ def _table(seg: Path | list[str], flt: DumpFilter | None = None, *,
     items = dump(paths, flt or DumpFilter(), records=True, stats=DumpStats(), encoded=True,
                  table_runs=table_runs)
     with contextlib.redirect_stdout(out):
-        dump_cmd._render_tables(items, dump_cmd.stderr_console())
+        dump_cmd._render_tables(items, stderr_console())
     if isinstance(out, io.TextIOWrapper):
         out.flush()
         return raw.getvalue().decode()
@@ -102,3 +103,19 @@ def test_fixture_tables_from_c_chunks_are_riches(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
     assert fast == _table(paths, utf8_stream=True)
     assert "\u21b3" in fast
+
+
+def test_a_file_given_twice_keeps_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same segment given twice (and again after another file) is one table going on,
+    as rich's: its last chunk then does not end with the file, in C or in Python."""
+    monkeypatch.setattr(dump_cmd, "TABLE_CHUNK", 4)
+    monkeypatch.setattr(dump_lines, "WINDOW", 4096)
+    seg = str(FIXTURES / "logdir" / "payments-1" / "00000000000000000000.log")
+    other = str(FIXTURES / "logdir" / "payments-0" / "00000000000000000000.log")
+    paths = [seg, seg, other, seg]
+    written = _counting_c_chunks(monkeypatch)
+    fast = _table(paths, table_runs=True, utf8_stream=True)
+    assert written
+    monkeypatch.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
+    assert fast == _table(paths, utf8_stream=True)
+    assert fast.count(f"{seg} (batch)") == 2

@@ -8,29 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from kafkatx.analysis import dump_lines
 from kafkatx.analysis.dump_filter import DumpFilter
-from kafkatx.analysis.dump_lines import HAVE_LINES, HAVE_TABLE, SlowItems, kept_rows, line_items
-from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
-from kafkatx.formats import (
-    checkpoints,
-    compression,
-    consumer_offsets,
-    kafka_messages,
-    metadata_records,
-    offset_index,
-    producer_snapshot,
-    quorum_state,
-    time_index,
-    transaction_log,
-    txn_index,
+from kafkatx.analysis.dump_lines import (
+    HAVE_LINES,
+    HAVE_TABLE,
+    SlowItems,
+    kept_rows,
+    line_items,
+    table_items,
 )
+from kafkatx.errors import FormatError, KafkatxError, UnreadableFileError
 from kafkatx.formats.batch_layout import (
     COMPRESSION_MASK,
     CONTROL_FLAG,
@@ -38,20 +33,13 @@ from kafkatx.formats.batch_layout import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
 )
+from kafkatx.formats.batch_values import ControlType, control_type_name
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.internal_topics import (
     GROUP_METADATA_TOPIC,
     METADATA_TOPIC,
     TRANSACTION_STATE_TOPIC,
 )
-from kafkatx.formats.legacy_message import LegacyEntry
-from kafkatx.formats.record_batch import (
-    ControlType,
-    RecordBatch,
-    control_type_name,
-    render_bytes,
-)
-from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.record_format import (
     HAVE_FORMATTER,
     INT64_MAX,
@@ -60,7 +48,7 @@ from kafkatx.formats.record_format import (
     RawJsonList,
     format_records_at,
 )
-from kafkatx.formats.segment import SegmentEntry, SegmentProblem, iter_segment, read_entry
+from kafkatx.formats.record_values import render_bytes
 from kafkatx.formats.segment_scan import (
     NO_CONTROL,
     SegmentScan,
@@ -70,6 +58,16 @@ from kafkatx.formats.segment_scan import (
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 from kafkatx.storage.readers import file_bytes, segment_buffer
+
+if TYPE_CHECKING:
+    from kafkatx.formats.legacy_message import LegacyEntry
+    from kafkatx.formats.record_batch import RecordBatch
+    from kafkatx.formats.segment import SegmentEntry, SegmentProblem
+
+# The readers of everything but a data segment's v2 batches (construct's parsers, the
+# coordinators' and KRaft's record decoders, the codecs) are imported where a file or batch
+# needs them: ``dump --records`` of a data partition loads none of them
+# (tests/test_cli_startup.py).
 
 SCAN_ROWS_AT_ONCE = 1 << 16  # batches whose header fields are Python ints at a time
 
@@ -91,7 +89,7 @@ NAME_TYPES = {
     "leader-epoch-checkpoint": "leader_epoch_checkpoint",
     "partition.metadata": "partition_metadata",
     "meta.properties": "meta_properties",
-    quorum_state.FILE_NAME: "quorum_state",
+    "quorum-state": "quorum_state",  # kafkatx.formats.quorum_state.FILE_NAME
 }
 
 
@@ -105,8 +103,11 @@ class DumpStats:
 
 def file_type(path: Path) -> str | None:
     """Which decoder reads ``path``: by name, then by suffix (``.deleted`` etc. stripped)."""
-    if metadata_records.parse_snapshot_name(path.name) is not None:
-        return "metadata_snapshot"
+    if ".checkpoint" in path.name:  # every KRaft snapshot's name (Snapshots.SUFFIX)
+        from kafkatx.formats.metadata_records import parse_snapshot_name
+
+        if parse_snapshot_name(path.name) is not None:
+            return "metadata_snapshot"
     name, _ = strip_transient_suffix(path.name)
     if name in NAME_TYPES:
         return NAME_TYPES[name]
@@ -138,7 +139,9 @@ def dump(
     (``{"kind": "encoded", "file", "position", "text"}``, :mod:`kafkatx.analysis.dump_lines`);
     ``table_runs`` (with ``encoded``): runs of data batches as ``{"kind": "batch_run", "file",
     "position", "run"}`` (``dump_lines.TableRun``: the table's text, or these items)."""
-    for path in expand_paths(paths, stats):
+    files = expand_paths(paths, stats)
+    last_of = {str(path): i for i, path in enumerate(files)}  # a file given twice: its last
+    for i, path in enumerate(files):
         kind = file_type(path)
         if kind is None:
             if not present(path):
@@ -148,8 +151,10 @@ def dump(
             continue
         stats.files += 1
         try:
+            # a file's table ends with it unless the same file comes again (the same table)
             for item in _dump_file(path, kind, flt, records=records, encoded=encoded,
-                                   lines=lines, table_runs=table_runs):
+                                   lines=lines, table_runs=table_runs,
+                                   closes_at_end=last_of[str(path)] == i):
                 if item["kind"] == "problem":
                     stats.problems += 1
                 yield item
@@ -158,11 +163,12 @@ def dump(
 
 
 def _dump_file(path: Path, kind: str, flt: DumpFilter, *, records: bool,
-               encoded: bool, lines: str | None, table_runs: bool) -> Iterator[dict]:
+               encoded: bool, lines: str | None, table_runs: bool, closes_at_end: bool
+               ) -> Iterator[dict]:
     file = str(path)
     if kind == "segment":
         yield from _dump_segment(path, flt, records=records, encoded=encoded, lines=lines,
-                                 table_runs=table_runs)
+                                 table_runs=table_runs, closes_at_end=closes_at_end)
         return
     if kind == "metadata_snapshot":  # a KRaft snapshot is record batches, wherever it lies
         yield from _dump_segment(path, flt, records=True, topic=METADATA_TOPIC)
@@ -211,42 +217,54 @@ def _offset_in_range(e: Any, flt: DumpFilter) -> bool:
     return flt.offsets_overlap(e.offset, e.offset)
 
 
+def _reader(module: str, name: str) -> Callable[..., Any]:
+    """``kafkatx.formats.<module>.<name>``, imported when a file of its kind is read."""
+    def read(*args: Any, **kwargs: Any) -> Any:
+        return getattr(import_module(f"kafkatx.formats.{module}"), name)(*args, **kwargs)
+
+    return read
+
+
 # kind -> (reader of (bytes, file, base offset), each entry's item kind, each problem's kind,
 # which entries the filter keeps)
 _ENTRY_FILES: dict[str, tuple[Callable[[bytes, str, int | None], Any], str, str,
                               Callable[[Any, DumpFilter], bool]]] = {
-    "offset_index": (lambda data, file, base: offset_index.read_offset_index(
+    "offset_index": (lambda data, file, base: _reader("offset_index", "read_offset_index")(
         data, base_offset=base or 0, path=file), "index_entry", "invalid_index",
         _offset_in_range),
-    "time_index": (lambda data, file, base: time_index.read_time_index(
+    "time_index": (lambda data, file, base: _reader("time_index", "read_time_index")(
         data, base_offset=base or 0, path=file), "time_index_entry", "invalid_index",
         _offset_in_range),
-    "txn_index": (lambda data, file, base: txn_index.read_txn_index(
+    "txn_index": (lambda data, file, base: _reader("txn_index", "read_txn_index")(
         data, path=file, base_offset=base), "aborted_txn", "invalid_txn_index",
         lambda e, flt: flt.producer_matches(e.producer_id)
         and flt.offsets_overlap(e.first_offset, e.last_offset)),
-    "producer_snapshot": (lambda data, file, _: producer_snapshot.read_producer_snapshot(
-        data, path=file), "producer", "invalid_snapshot",
-        lambda e, flt: flt.producer_matches(e.producer_id, e.producer_epoch)),
-    "offset_checkpoint": (lambda data, file, _: checkpoints.read_offset_checkpoint(
-        data, path=file), "checkpoint_entry", "invalid_checkpoint", _every_entry),
-    "leader_epoch_checkpoint": (lambda data, file, _: checkpoints.read_leader_epoch_checkpoint(
-        data, path=file), "leader_epoch_entry", "invalid_checkpoint", _every_entry),
+    "producer_snapshot": (lambda data, file, _: _reader(
+        "producer_snapshot", "read_producer_snapshot")(data, path=file), "producer",
+        "invalid_snapshot", lambda e, flt: flt.producer_matches(e.producer_id, e.producer_epoch)),
+    "offset_checkpoint": (lambda data, file, _: _reader(
+        "checkpoints", "read_offset_checkpoint")(data, path=file), "checkpoint_entry",
+        "invalid_checkpoint", _every_entry),
+    "leader_epoch_checkpoint": (lambda data, file, _: _reader(
+        "checkpoints", "read_leader_epoch_checkpoint")(data, path=file), "leader_epoch_entry",
+        "invalid_checkpoint", _every_entry),
 }
 # Files whose entries carry neither a producer nor a record offset: not written under a filter.
 _UNSELECTABLE_FILES = frozenset({"offset_checkpoint", "leader_epoch_checkpoint",
                                  "partition_metadata", "quorum_state", "meta_properties"})
 # kind (also the item's kind) -> (reader, the problem's kind when it does not read)
 _ONE_VALUE_FILES: dict[str, tuple[Callable[..., Any], str]] = {
-    "partition_metadata": (checkpoints.read_partition_metadata, "invalid_checkpoint"),
-    "quorum_state": (quorum_state.read_quorum_state, "invalid_quorum_state"),
-    "meta_properties": (checkpoints.read_meta_properties, "invalid_checkpoint"),
+    "partition_metadata": (_reader("checkpoints", "read_partition_metadata"),
+                           "invalid_checkpoint"),
+    "quorum_state": (_reader("quorum_state", "read_quorum_state"), "invalid_quorum_state"),
+    "meta_properties": (_reader("checkpoints", "read_meta_properties"), "invalid_checkpoint"),
 }
 
 
 def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
                   topic: str | None = None, encoded: bool = False,
-                  lines: str | None = None, table_runs: bool = False) -> Iterator[dict]:
+                  lines: str | None = None, table_runs: bool = False,
+                  closes_at_end: bool = True) -> Iterator[dict]:
     file = str(path)
     topic = topic or internal_topic(path)
     decode = records or topic is not None
@@ -256,17 +274,20 @@ def _dump_segment(path: Path, flt: DumpFilter, *, records: bool,
                 yield from _scan_items(scan, flt, file)
             return
         if encoded and topic is None and HAVE_FORMATTER:
+            if table_runs and HAVE_TABLE and (lines is None or not HAVE_LINES):
+                yield from table_items(data, _scan_chunks(data, file), flt, file,
+                                       _slow_items(data, flt, file), _segment_problem,
+                                       closes_at_end=closes_at_end)
+                return
             for scan in _scan_chunks(data, file):
                 if lines is not None and HAVE_LINES:
                     yield from line_items(data, scan, flt, file, lines,
                                           _slow_items(data, flt, file), _segment_problem)
-                elif table_runs and HAVE_TABLE:
-                    yield from line_items(data, scan, flt, file, "",
-                                          _slow_items(data, flt, file), _segment_problem,
-                                          table=True)
                 else:
                     yield from _encoded_items(data, scan, flt, file)
             return
+        from kafkatx.formats.segment import SegmentProblem, iter_segment
+
         for entry in iter_segment(data, path=file, decode_records=False):
             if isinstance(entry, SegmentProblem):
                 yield _segment_problem(entry, file)
@@ -290,6 +311,8 @@ def _scan_chunks(data: Any, file: str) -> Iterator[SegmentScan]:
 def _entry_items(data: bytes, entry: SegmentEntry, topic: str | None, flt: DumpFilter,
                  file: str) -> Iterator[dict]:
     """The item of one entry with its records decoded (and the problems they raise)."""
+    from kafkatx.formats.legacy_message import LegacyEntry
+
     if isinstance(entry, LegacyEntry):
         if flt.filters_producers or not flt.offsets_overlap(entry.base_offset, entry.last_offset):
             return
@@ -350,6 +373,8 @@ def _encoded_batch(data: Any, flt: DumpFilter, file: str) -> Callable[[dict], It
                 item["base_offset"], item["base_timestamp"], item["max_timestamp"],
                 RECORD_JSON, min_offset=low, max_offset=high, stop_at_max=False, path=file)
         if done is None:
+            from kafkatx.formats.segment import read_entry
+
             entry = read_entry(data, item["position"], path=file)[0]
             assert entry is not None, "the scan read a batch here"
             yield from _entry_items(data, entry, None, flt, file)
@@ -398,6 +423,8 @@ def _row_items(scan: SegmentScan, rows: npt.NDArray[np.intp], file: str
                ) -> Iterator[tuple[int, dict]]:
     """The batch item of each of ``rows`` (no problems), with its ``attributes`` (not an
     item's field: the caller takes it out)."""
+    from kafkatx.formats import compression
+
     h = scan.headers
     # a name per codec id, looked up once (name_for costs microseconds a batch)
     codec_names = {c: compression.name_for(c) for c in range(COMPRESSION_MASK + 1)}
@@ -464,6 +491,8 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
     """The batch's records as dicts; a coordinator or metadata record whose key or value does
     not decode keeps its bytes with ``decode_error`` and adds an ``invalid_record`` problem (at
     the record's position, or the batch's when compressed) to ``undecodable``."""
+    from kafkatx.formats.record_decode import read_records
+
     out = []
     for rec in read_records(data, batch.position, batch.header, path=file):
         if not flt.offsets_overlap(rec.offset, rec.offset):
@@ -492,6 +521,8 @@ def _records(data: bytes, batch: RecordBatch, topic: str | None, file: str,
 
 def _decode_kraft_control(item: dict, batch: RecordBatch, file: str) -> None:
     """The batch-level ``control`` of a KRaft control batch gets its first record decoded."""
+    from kafkatx.formats import kafka_messages, metadata_records
+
     control = batch.control
     assert control is not None
     try:
@@ -507,6 +538,8 @@ def _decode_kraft_control(item: dict, batch: RecordBatch, file: str) -> None:
 
 
 def _kraft_control_record(rec, file: str) -> dict:
+    from kafkatx.formats import kafka_messages, metadata_records
+
     d: dict[str, object] = {"offset": rec.offset, "timestamp": rec.timestamp}
     try:
         if rec.key is None or len(rec.key) < 4:
@@ -528,6 +561,8 @@ def _kraft_control_record(rec, file: str) -> dict:
 
 
 def _metadata_record(rec, file: str) -> dict:
+    from kafkatx.formats import metadata_records
+
     d: dict[str, object] = {"offset": rec.offset, "timestamp": rec.timestamp}
     try:
         d.update(metadata_records.parse_metadata_record(rec.value, path=file).to_dict())
@@ -588,6 +623,8 @@ def _internal_record(rec, file: str, parse_key, parse_value) -> dict:
 
 
 def _txn_log_record(rec, file: str) -> dict:
+    from kafkatx.formats import transaction_log
+
     return _internal_record(
         rec, file, transaction_log.parse_key,
         lambda key, value, path: transaction_log.parse_value(value, path=path),
@@ -595,6 +632,8 @@ def _txn_log_record(rec, file: str) -> dict:
 
 
 def _group_record(rec, file: str) -> dict:
+    from kafkatx.formats import consumer_offsets
+
     return _internal_record(rec, file, consumer_offsets.parse_key, consumer_offsets.parse_value)
 
 

@@ -14,7 +14,7 @@ Equality with the Python path is proven by tests/analysis/test_dump_lines.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -84,14 +84,23 @@ def batch_columns(scan: SegmentScan, rows: npt.NDArray[np.intp]) -> npt.NDArray[
 class TableRun:
     """A run of batches the C function may write as ``dump``'s table (``_dumpfmt.c``'s
     ``format_dump_table``), taken from its start a chunk at a time: as padded table text, or
-    as dump's Python items (``items``) where the caller's table is not plain."""
+    as dump's Python items (``items``) where the caller's table is not plain.
 
-    def __init__(self, data: Any, scan: SegmentScan, rows: npt.NDArray[np.intp],
+    Where a chunk of the table ends is the caller's (a chunk a fixed number of batches, and
+    one ends where the table does); the run says what follows it: ``closes`` -- a problem or
+    the end of the file (the chunk ends with the run, so its last may be short); ``continues``
+    -- the next scanned window's batches (what the caller leaves of it comes again, joined
+    with them: :func:`table_items`); neither -- batches left to Python, the chunk going on
+    with them. ``sources``: each scanned window's scan and rows of the run, from the run's
+    column ``first`` on."""
+
+    def __init__(self, data: Any, sources: list[tuple[int, SegmentScan, npt.NDArray[np.intp]]],
                  cols: npt.NDArray[np.int64], span: tuple[int, int], offsets: tuple[int, int],
-                 slow: SlowItems) -> None:
-        self.data, self.scan, self.rows, self.cols, self.slow = data, scan, rows, cols, slow
+                 slow: SlowItems, *, closes: bool = False, continues: bool = False) -> None:
+        self.data, self.sources, self.cols, self.slow = data, sources, cols, slow
         self.next, self.stop = span
         self.offsets = offsets
+        self.closes, self.continues = closes, continues
 
     @property
     def left(self) -> int:
@@ -102,7 +111,7 @@ class TableRun:
         """The next ``k`` batches' rows padded as ``plain_table`` pads them (UTF-8), or None
         (and nothing taken) where only rich can tell."""
         low, high = self.offsets
-        text = _table(self.data, self.cols, len(self.rows), low, high, self.next,
+        text = _table(self.data, self.cols, self.cols.shape[1], low, high, self.next,
                       self.next + k, names, justify, show_header, glyphs[0].encode(),
                       glyphs[1].encode(), width)
         if text is None:
@@ -112,9 +121,54 @@ class TableRun:
 
     def items(self, k: int) -> Iterator[dict]:
         """dump's items of the next ``k`` batches."""
-        start = self.next
-        self.next += k
-        return self.slow(self.scan, self.rows[start:start + k])
+        start, stop = self.next, self.next + k
+        self.next = stop
+        for first, scan, rows in self.sources:
+            lo, hi = max(start, first), min(stop, first + len(rows))
+            if lo < hi:
+                yield from self.slow(scan, rows[lo - first:hi - first])
+
+    def joined(self, later: TableRun) -> TableRun:
+        """What is left of this run, then ``later`` (untaken), as one run."""
+        assert later.next == 0
+        cols = np.ascontiguousarray(np.concatenate(
+            [self.cols[:, self.next:self.stop], later.cols[:, :later.stop]], axis=1))
+        n = self.left
+        sources = [(first - self.next, scan, rows) for first, scan, rows in self.sources
+                   if first + len(rows) > self.next]
+        sources += [(first + n, scan, rows) for first, scan, rows in later.sources]
+        return TableRun(self.data, sources, cols, (0, n + later.left), self.offsets, self.slow,
+                        closes=later.closes, continues=later.continues)
+
+
+def table_items(data: Any, scans: Iterable[SegmentScan], flt: DumpFilter, file: str,
+                slow: SlowItems, problem: Callable[[SegmentProblem, str], dict], *,
+                closes_at_end: bool) -> Iterator[dict]:
+    """:func:`line_items` with ``table`` of each of ``scans`` (a segment's windows, in file
+    order), what the caller leaves of a run at a window's end (``continues``) joined with the
+    next window's first run where nothing comes between them, so that a chunk of the table
+    does not have to end at a window's end; ``closes_at_end``: no item of the same table
+    follows the file's (a run at the file's end ``closes``)."""
+    held: dict | None = None  # a run that continues, as the caller left it
+    for scan in scans:
+        first = True
+        for item in line_items(data, scan, flt, file, "", slow, problem, table=True):
+            if held is not None:
+                if held["run"].left and first and item["kind"] == "batch_run":
+                    item = {**item, "run": held["run"].joined(item["run"])}
+                elif held["run"].left:
+                    held["run"].continues = False
+                    held["run"].closes = item["kind"] == "problem"
+                    yield held
+                held = None
+            first = False
+            if item["kind"] == "batch_run" and item["run"].continues:
+                held = item
+            yield item
+    if held is not None and held["run"].left:
+        held["run"].continues = False
+        held["run"].closes = closes_at_end
+        yield held
 
 
 def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separator: str,
@@ -154,8 +208,11 @@ def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separat
         if table:
             k = int(np.searchsorted(slow_rows, i))
             j = min(stop, int(slow_rows[k]) if k < len(slow_rows) else m)
+            after = p < len(problems) and j == stop  # a problem after the run
+            run = TableRun(data, [(i, scan, rows[i:j])], cols, (i, j), (low, high), slow,
+                           closes=after, continues=j == m and not after)
             yield {"kind": "batch_run", "file": file, "position": int(positions[j - 1]),
-                   "run": TableRun(data, scan, rows, cols, (i, j), (low, high), slow)}
+                   "run": run}
             i = j
             continue
         while i < stop and route[i] >= 0:

@@ -14,7 +14,7 @@ from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, expand_paths, pro
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, format_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.output import JsonWriter, StderrLines, StdoutLines, format_option, glyph
 from kafkatx.cli.progress import ScanProgress, output_progress
 from kafkatx.errors import MissingPathError
 from kafkatx.formats.raw_json import RawJsonList
@@ -66,7 +66,7 @@ def dump_command(
     for path in paths:
         if not os.path.lexists(path):
             raise MissingPathError(path)
-    err = stderr_console()
+    err = StderrLines()  # rich only for what needs it (a terminal, a progress bar, colour)
     pid_filter: frozenset[int] | None = frozenset(producer_ids) if producer_ids else None
     if transactional_id is not None:
         pids, dirs = producer_ids_for(transactional_id, paths)
@@ -346,7 +346,7 @@ def _write_utf8(out: Any, text: bytes) -> None:
 
 def _render_tables(items: Any, err: Any) -> None:
     """Stream tables: one per file and kind, flushed every TABLE_CHUNK rows."""
-    out = stdout_console()
+    out = StdoutLines()  # rich's console only for a table the C function does not write
     table: FitTable | None = None
     current: tuple[str, str] | None = None
     rows = 0
@@ -355,7 +355,7 @@ def _render_tables(items: Any, err: Any) -> None:
     def flush() -> None:
         nonlocal table, rows, noted
         if table is not None and table.row_count:
-            noted = bool(table.render(out, note=not noted)) or noted
+            noted = bool(table.render(out.console, note=not noted)) or noted
         table = None
         rows = 0
 
@@ -370,7 +370,7 @@ def _render_tables(items: Any, err: Any) -> None:
             flush()
             current = key
             noted = False
-            out.print(f"[bold]{item['file']}[/] [dim]({item['kind'].replace('_', ' ')})[/]")
+            out.heading(item["file"], item["kind"].replace("_", " "))
             table = _new_table(item["kind"], None, True)
         elif table is None:
             table = _new_table(item["kind"], None, False)
@@ -388,22 +388,28 @@ def _render_tables(items: Any, err: Any) -> None:
 
     def add_run(item: dict[str, Any]) -> None:
         """A run of batches: each whole chunk of it as the C function's padded rows when it
-        can tell (the text ``plain_table`` writes), the rest as dump's items."""
+        can tell (the text ``plain_table`` writes), the rest as dump's items -- but for a
+        chunk's first batches at a window's end, left to come again with the next window's
+        (``TableRun.continues``)."""
         nonlocal table, current, noted
         run: TableRun = item["run"]
         key = (item["file"], "batch")
         while run.left:
-            if rows == 0 and run.left >= TABLE_CHUNK and out.color_system is None:
-                first = key != current
-                text = run.table_text(TABLE_CHUNK, _BATCH_NAMES, _BATCH_JUSTIFY, first,
-                                      (glyph("↳", "->"), glyph("…", "...")), out.width)
-                if text is not None:
-                    if first:
-                        current, noted = key, False
-                        out.print(f"[bold]{item['file']}[/] [dim](batch)[/]")
-                    _write_utf8(out, text)
-                    table = None
-                    continue
+            if rows == 0 and out.color_system is None:
+                if run.left < TABLE_CHUNK and run.continues:
+                    return
+                if run.left >= TABLE_CHUNK or run.closes:
+                    first = key != current
+                    text = run.table_text(min(run.left, TABLE_CHUNK), _BATCH_NAMES,
+                                          _BATCH_JUSTIFY, first,
+                                          (glyph("↳", "->"), glyph("…", "...")), out.width)
+                    if text is not None:
+                        if first:
+                            current, noted = key, False
+                            out.heading(item["file"], "batch")
+                        _write_utf8(out, text)
+                        table = None
+                        continue
             for sub in run.items(min(run.left, TABLE_CHUNK - rows)):
                 add(sub)
 

@@ -109,11 +109,22 @@ def emoji_option(text: str) -> bool | None:
     return False if emoji_free(text) else None
 
 
+PIPED_WIDTH = 220  # a piped or redirected table's columns (every column whole, not 80)
+# rich colours a stream that is no terminal where one of these says so (Console.is_terminal)
+_FORCE_TERMINAL = frozenset({"FORCE_COLOR", "TTY_COMPATIBLE"})
+
+
+def _plain_stream(stream: TextIO) -> bool:
+    """Whether rich's console on ``stream`` would have no colours: no terminal, and no
+    environment variable making it one."""
+    return not stream.isatty() and not _FORCE_TERMINAL & set(os.environ)
+
+
 def stdout_console() -> Console:
     from rich.console import Console
 
     # Piped or redirected tables keep every column whole instead of squeezing to 80 columns.
-    width = None if sys.stdout.isatty() else 220
+    width = None if sys.stdout.isatty() else PIPED_WIDTH
     return Console(file=sys.stdout, soft_wrap=False, width=width, highlight=False)
 
 
@@ -132,8 +143,7 @@ class StderrLines:
 
     def __init__(self) -> None:
         self._console: Console | None = None
-        self._plain = not sys.stderr.isatty() and not {"FORCE_COLOR", "TTY_COMPATIBLE"} & set(
-            os.environ)
+        self._plain = _plain_stream(sys.stderr)
 
     @property
     def console(self) -> Console:
@@ -153,6 +163,43 @@ class StderrLines:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.console, name)
+
+
+class StdoutLines:
+    """stdout's console (:func:`stdout_console`), created when something needs rich. Where
+    stdout is no terminal, what a plain writer asks of it is known without rich: no colours
+    (``color_system`` None), ``PIPED_WIDTH`` columns, and :meth:`heading` writes a
+    ``[bold]TEXT[/] [dim](NOTE)[/]`` line as rich would where TEXT is printable ASCII that
+    neither markup nor emoji codes change and the line fits (tests/test_cli_startup.py proves
+    the bytes equal to rich's)."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+        self.plain = _plain_stream(sys.stdout)
+        self.file = sys.stdout
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = stdout_console()
+        return self._console
+
+    @property
+    def color_system(self) -> str | None:
+        return None if self.plain else self.console.color_system
+
+    @property
+    def width(self) -> int:
+        return PIPED_WIDTH if self.plain else self.console.width
+
+    def heading(self, text: str, note: str) -> None:
+        line = f"{text} ({note})"
+        if (self.plain and line.isascii() and line.isprintable()
+                and len(line) <= PIPED_WIDTH and not {"[", "\\"} & set(line)
+                and emoji_free(line)):
+            self.file.write(line + "\n")
+            return
+        self.console.print(f"[bold]{text}[/] [dim]({note})[/]")
 
 
 class BufferedText:

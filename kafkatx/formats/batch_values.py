@@ -30,6 +30,14 @@ class ControlType(enum.IntEnum):
     KRAFT_VOTERS = 6
 
 
+def control_type_name(type_id: int) -> str:
+    """``ControlRecordType.fromTypeId``'s name, ``UNKNOWN`` for an id it does not know."""
+    try:
+        return ControlType(type_id).name
+    except ValueError:
+        return "UNKNOWN"
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
     """``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0, in Java's
     32-bit int arithmetic (what a damaged header's negative delta gives, as the scan's

@@ -40,6 +40,7 @@ from kafkatx.formats.batch_values import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     ControlType,
+    control_type_name,
     increment_sequence,
 )
 from kafkatx.formats.batchscan import crc32c_of
@@ -81,13 +82,6 @@ _RECORD_BODY = c.Struct(
 # ControlRecordType.json (key) and EndTxnMarker.json (value): both version 0, not flexible.
 _CONTROL_KEY = c.Struct("version" / Int16, "type" / Int16)
 _END_TXN_MARKER_VALUE = c.Struct("version" / Int16, "coordinator_epoch" / Int32)
-
-
-def control_type_name(type_id: int) -> str:
-    try:
-        return ControlType(type_id).name
-    except ValueError:
-        return "UNKNOWN"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
