@@ -23,50 +23,63 @@ metadata log) is not used here; the metadata-log join refines ``offset_gap`` wit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kafkatx.formats.segment_scan import SegmentScan
 
-
-def cleaning_evidence_end(scan: SegmentScan, previous_last_offset: int | None) -> int | None:
-    """The exclusive end of the offsets this segment shows the cleaner has been over (None: it
-    shows nothing): up to the last batch that is empty, short of records or stamped with a
-    delete horizon, or that follows skipped offsets with no damage in between."""
-    h = scan.headers
-    n = len(h)
-    if not n:
-        return None
-    base, last = h.base_offset, h.last_offset
-    v2 = h.magic >= 2
-    # Fewer records than offsets (RETAIN_EMPTY or filtered), or a delete horizon stamped
-    # (MemoryRecords#filterTo sets it on tombstones and on markers it may remove later).
-    short = v2 & ((h.records_count < (last - base + 1)) | h.has_delete_horizon)
-    prev_last = np.concatenate(([base[0] - 1 if previous_last_offset is None
-                                 else previous_last_offset], last[:-1]))
-    gap = base > prev_last + 1
-    if gap.any() and scan.problems:
-        damaged = _damaged_gaps(scan, np.flatnonzero(gap))
-        gap[damaged] = False
-    end: int | None = None
-    if short.any():
-        end = int(last[np.flatnonzero(short)[-1]]) + 1
-    if gap.any():
-        at_gap = int(base[np.flatnonzero(gap)[-1]])
-        end = at_gap if end is None else max(end, at_gap)
-    return end
+if TYPE_CHECKING:
+    from kafkatx.formats.segment import SegmentProblem
 
 
-def _damaged_gaps(scan: SegmentScan, gaps: Sequence[int]) -> list[int]:
-    """Gaps with a scan problem in the bytes before the batch that follows them."""
-    h = scan.headers
-    out = []
-    for i in gaps:
-        lo = int(h.position[i - 1] + h.size[i - 1]) if i else 0
-        hi = int(h.position[i])
-        if any(lo <= p.position < hi for p in scan.problems):
-            out.append(int(i))
-    return out
+class CleaningEvidence:
+    """How far one segment shows the cleaner has been, walked chunk by chunk (``feed`` in file
+    order with the problems the walk met so far): ``end`` is the exclusive end of those
+    offsets (None: it shows nothing), up to the last batch that is empty, short of records or
+    stamped with a delete horizon, or that follows skipped offsets with no damage in between."""
+
+    def __init__(self, previous_last_offset: int | None) -> None:
+        self.prev_last = previous_last_offset  # the last offset of the batch before
+        self.prev_end = 0  # where the batch before ends in the file (0: none in this segment)
+        self.short_end: int | None = None
+        self.gap_at: int | None = None
+
+    def feed(self, chunk: SegmentScan, problems: Sequence[SegmentProblem]) -> None:
+        h = chunk.headers
+        if not len(h):
+            return
+        base, last = h.base_offset, h.last_offset
+        v2 = h.magic >= 2
+        # Fewer records than offsets (RETAIN_EMPTY or filtered), or a delete horizon stamped
+        # (MemoryRecords#filterTo sets it on tombstones and on markers it may remove later).
+        short = np.flatnonzero(v2 & ((h.records_count < (last - base + 1))
+                                     | h.has_delete_horizon))
+        if len(short):
+            self.short_end = int(last[short[-1]]) + 1
+        prev_last = np.concatenate(([base[0] - 1 if self.prev_last is None else self.prev_last],
+                                    last[:-1]))
+        gaps = np.flatnonzero(base > prev_last + 1)
+        if len(gaps) and problems:
+            ends = h.position + h.size
+            gaps = np.array([i for i in gaps.tolist()
+                             if not _damaged(problems, int(ends[i - 1]) if i else self.prev_end,
+                                             int(h.position[i]))], dtype=np.intp)
+        if len(gaps):
+            self.gap_at = int(base[gaps[-1]])
+        self.prev_last = int(last[-1])
+        self.prev_end = int(h.position[-1] + h.size[-1])
+
+    @property
+    def end(self) -> int | None:
+        if self.gap_at is None:
+            return self.short_end
+        return self.gap_at if self.short_end is None else max(self.short_end, self.gap_at)
+
+
+def _damaged(problems: Sequence[SegmentProblem], lo: int, hi: int) -> bool:
+    """A scan problem in the bytes before the batch that follows a gap."""
+    return any(lo <= p.position < hi for p in problems)
 
 
 def cleaned_end(checkpoint_offset: int | None, evidence_ends: Sequence[int | None],

@@ -24,7 +24,7 @@ from kafkatx.analysis.checks import (
     partition_checks,
     segment_checks,
 )
-from kafkatx.analysis.cleaned import cleaned_end, cleaning_evidence_end
+from kafkatx.analysis.cleaned import CleaningEvidence, cleaned_end
 from kafkatx.analysis.coordinator_checks import CoordinatorChecks
 from kafkatx.analysis.findings import Finding, rank
 from kafkatx.analysis.metadata_settings import (
@@ -40,6 +40,14 @@ from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, repli
 from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND, FORGOTTEN
 from kafkatx.engines.partition_files import partition_file_findings, root_checkpoint_findings
+from kafkatx.engines.segment_chunks import (
+    ChunksOf,
+    ScanOf,
+    WalkedSegment,
+    chunks_from,
+    file_chunks,
+    whole_scans,
+)
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.index_columns import read_offset_index_columns, read_time_index_columns
 from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
@@ -63,13 +71,13 @@ if TYPE_CHECKING:
     from kafkatx.analysis.replicas import ReplicaComparison
     from kafkatx.analysis.restart_view import RestartPrediction
     from kafkatx.analysis.timeline import Selection, Timeline
+    from kafkatx.formats.segment import SegmentProblem
     from kafkatx.semantics.read_committed import IsolationLevel
 
 Progress = Callable[[int], None]  # called with bytes scanned
 ROWS_PER_RUN = 1 << 18  # batches per run of a whole-segment computation's temporaries
 # Runs after a partition's checks with its context and findings; returns the findings to keep.
 Finalize = Callable[[PartitionDir, PartitionContext, list[Finding]], list[Finding]]
-ScanOf = Callable[[Path], SegmentScan]  # a segment's scan by its .log path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,21 +155,14 @@ def _with_record_problems(path: Path, scan: SegmentScan) -> SegmentScan:
                                                key=lambda p: p.position)))
 
 
-class _LastScan:
-    """``scan_of`` that keeps the segment scanned last: the LSO lag and the snapshot rebuild
-    read the last segment again right after the replay. Only one scan is held at a time."""
+def chunk_source(scan: ScanOf | None) -> ChunksOf:
+    """The segments' chunks: read from the files here, or each the whole scan ``scan`` gives."""
+    return file_chunks() if scan is None else whole_scans(scan)
 
-    def __init__(self, scan_of: ScanOf) -> None:
-        self.scan_of = scan_of
-        self.path: Path | None = None
-        self.scan: SegmentScan | None = None
 
-    def __call__(self, path: Path) -> SegmentScan:
-        if path != self.path or self.scan is None:
-            self.path, self.scan = None, None
-            self.scan = self.scan_of(path)
-            self.path = path
-        return self.scan
+def _whole_scan(path: Path, scan: ScanOf | None, options: AnalysisOptions) -> SegmentScan:
+    whole = (scan or _scan)(path)
+    return _with_record_problems(path, whole) if options.validate_records else whole
 
 
 RootOffsets = dict[tuple[str, int], int]
@@ -192,6 +193,7 @@ def analyze_partition(
     progress: Progress | None = None,
     scan: ScanOf | None = None,
     finalize: Finalize | None = None,
+    chunks: ChunksOf | None = None,
 ) -> PartitionReport:
     """Everything kafkatx knows about one partition dir.
 
@@ -201,9 +203,11 @@ def analyze_partition(
     (``kafkatx.semantics.leader_high_watermark``), whatever the checkpoint says.
 
     ``scan`` returns a segment's scan by ``.log`` path (default: read and scan the file here);
-    the Spark engine answers it from the rows its data source scanned on the executors.
+    the Spark engine answers it from the rows its data source scanned on the executors, each
+    segment one chunk. Otherwise each segment is walked in chunks (``chunks``, default
+    ``segment_chunks.file_chunks()``): every phase holds a chunk's columns, not a segment's.
     """
-    scan_of = _LastScan(_scan if scan is None else scan)
+    chunks_of = chunks or chunk_source(scan)
     topic, partition = pdir.topic, pdir.partition
     findings: list[Finding] = []
     snapshot_offsets = [off for off, _ in pdir.snapshots]
@@ -212,26 +216,16 @@ def analyze_partition(
     txn_indexes = {}
     txn_index_paths = {}
     segments = list(pdir.segments)
-    ranges: list[tuple[int, int, Path]] = []  # (first, last offset, log path) per segment
+    walked: list[WalkedSegment] = []  # per segment with a .log: where its chunks start
     previous_last: int | None = None
     evidence: list[int | None] = []  # per segment: how far it shows the cleaner has been
     size = 0
     for i, seg in enumerate(segments):
         if seg.log is None:
             continue
-        scan = scan_of(seg.log)
-        if options.validate_records:
-            scan = _with_record_problems(seg.log, scan)
-        size += scan.size
-        if progress is not None:
-            progress(scan.size)
-        replayer.feed(scan)
-        h = scan.headers
-        if len(h):
-            ranges.append((int(h.base_offset[0]), int(h.last_offset[-1]), seg.log))
         ctx = SegmentContext(
             topic=topic, partition=partition, base_offset=seg.base_offset, log_path=str(seg.log),
-            scan=scan, previous_last_offset=previous_last,
+            previous_last_offset=previous_last,
             next_base_offset=segments[i + 1].base_offset if i + 1 < len(segments) else None,
         )
         if seg.index is not None:
@@ -248,12 +242,34 @@ def analyze_partition(
             ctx.txn_index_path = str(seg.txnindex)
             txn_indexes[seg.base_offset] = ctx.txn_index
             txn_index_paths[seg.base_offset] = str(seg.txnindex)
-        for check in seg_checks:
-            findings.extend(check(ctx))
-        evidence.append(cleaning_evidence_end(scan, previous_last))
-        if len(h):
-            previous_last = int(h.last_offset[-1])
-        del scan, ctx
+        walks = [check(ctx) for check in seg_checks]
+        cleaning = CleaningEvidence(previous_last)
+        walk = WalkedSegment(seg.log)
+        problems: list[SegmentProblem] = []
+        for chunk in chunks_of(seg.log, 0):
+            if options.validate_records:
+                chunk = _with_record_problems(seg.log, chunk)
+            if progress is not None:
+                progress(chunk.size - walk.end)
+            walk.add(chunk)
+            problems.extend(chunk.problems)
+            replayer.feed(chunk)
+            cleaning.feed(chunk, problems)
+            for w in walks:
+                w.feed(chunk)
+            del chunk
+        size += walk.end
+        ctx.batches, ctx.size, ctx.problems = walk.batches, walk.end, tuple(problems)
+        for k, w in enumerate(walks):
+            if w.whole_segment_needed:  # its offsets go back: judged on the whole segment
+                w = seg_checks[k](ctx)
+                w.feed(_whole_scan(seg.log, scan, options))
+            findings.extend(w.findings())
+        walked.append(walk)
+        evidence.append(cleaning.end)
+        if walk.last_offset is not None:
+            previous_last = walk.last_offset
+        del ctx, walks
     findings.extend(partition_file_findings(pdir))
     replay = replayer.result
     # A segment without its .log is no segment to the broker (orphaned_index): the log's bounds
@@ -268,7 +284,8 @@ def analyze_partition(
     if high_watermark_at_log_end:
         high_watermark = leo
     snapshots = read_snapshots(pdir.snapshots)
-    loaded = load_partition(replay, snapshots, lambda start: _tail(ranges, start, scan_of),
+    loaded = load_partition(replay, snapshots,
+                            lambda start: chunks_from(walked, start, chunks_of),
                             log_start_offset=lso_start, log_end_offset=leo,
                             high_watermark=high_watermark)
     stable = loaded.stable
@@ -283,13 +300,13 @@ def analyze_partition(
                                      high_watermark=(None if high_watermark_at_log_end
                                                      else high_watermark),
                                      found_aborts=found_aborts, now_ms=options.now_ms,
-                                     scan=scan_of)
+                                     scan=scan)
         marker_records = {t.marker_offset: t.records for t in replay.transactions
                           if t.marker_offset is not None}
         findings.extend(restart_findings(
             prediction, topic=topic, partition=partition, path=str(pdir.path), as_found=stable,
             log_end_offset=leo, view=options.view,
-            records_between=lambda lo, hi: _records_between(ranges, lo, hi, scan_of),
+            records_between=lambda lo, hi: _records_between(walked, lo, hi, chunks_of),
             abort_records=lambda e: marker_records.get(e.last_offset, 0)))
     if prediction is not None and options.view == AFTER_RESTART and not prediction.failed:
         replay, state, stable, leo, lso_start, txn_indexes = _after_restart(
@@ -322,7 +339,7 @@ def analyze_partition(
         log_start_offset=lso_start, log_end_offset=leo, high_watermark=stable.high_watermark,
         high_watermark_source=hw_source, last_stable_offset=stable.last_stable_offset,
         lso_source=stable.lso_source,
-        records_pending=_records_between(ranges, stable.last_stable_offset, hw, scan_of),
+        records_pending=_records_between(walked, stable.last_stable_offset, hw, chunks_of),
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
         producers=len(state.producers),
@@ -401,25 +418,15 @@ def _longest(replay: ReplayResult) -> int | None:
     return max(spans) if spans else None
 
 
-def _tail(ranges: list[tuple[int, int, Path]], start: int, scan_of: ScanOf
-          ) -> Iterator[SegmentScan]:
-    """The scans of the segments holding offsets at or above ``start``."""
-    for _first, last, path in ranges:
-        if last >= start:
-            yield scan_of(path)
-
-
-def _records_between(ranges: list[tuple[int, int, Path]], lso: int, hw: int,
-                     scan_of: ScanOf = _scan) -> int:
+def _records_between(walked: list[WalkedSegment], lso: int, hw: int, chunks_of: ChunksOf
+                     ) -> int:
     """Data records with offsets in [lso, hw): what read_committed consumers cannot see yet."""
     if hw <= lso:
         return 0
     total = 0
-    for first, last, path in ranges:
-        if last < lso or first >= hw:
-            continue
-        h = scan_of(path).headers
-        # In runs of rows: temporaries of a run, not of the segment, on top of its columns.
+    for chunk in chunks_from(walked, lso, chunks_of, upto=hw):
+        h = chunk.headers
+        # In runs of rows: temporaries of a run on top of the chunk's columns.
         for at in range(0, len(h), ROWS_PER_RUN):
             rows = slice(at, at + ROWS_PER_RUN)
             data = ~h.is_control[rows]

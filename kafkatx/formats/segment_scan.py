@@ -109,16 +109,17 @@ def scan_segment(buf: bytes | memoryview, *, path: str | None = None) -> Segment
 
 
 def scan_segment_chunks(buf: bytes | memoryview, *, path: str | None = None,
-                        window: int | None = None, release: Release | None = None
-                        ) -> Iterator[SegmentScan]:
+                        window: int | None = None, release: Release | None = None,
+                        start: int = 0) -> Iterator[SegmentScan]:
     """:func:`scan_segment` as consecutive scans of about ``window`` bytes of the file each
     (None: one scan of all of it), in file order: their rows and problems, one after the
     other, are the whole scan's. A chunk ends at the first batch boundary at or past its
     window (a batch larger than a window is a chunk of its own); its ``size`` is where it
     ends. A caller holding one chunk at a time holds O(window) columns, not O(segment);
-    ``release`` is handed what each walk leaves behind, as :func:`scan_segment` does."""
+    ``release`` is handed what each walk leaves behind, as :func:`scan_segment` does.
+    ``start``: where the walk begins, a batch boundary (the start of a chunk walked before)."""
     end = len(buf)
-    pos = 0
+    pos = start
     while True:
         first = pos
         limit = end if window is None else min(end, pos + window)

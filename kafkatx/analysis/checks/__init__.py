@@ -1,11 +1,11 @@
 """Invariant checks: one module per invariant, each yielding Findings from what was scanned.
 
-A check module defines ``check_segment(ctx: SegmentContext)`` and/or
-``check_partition(ctx: PartitionContext)``, each returning an iterable of ``Finding``. Checks
-never open files: the engine hands them scanned columns and parsed index/snapshot files.
-Segment checks run while the segment's columns are in memory (one segment at a time, so memory
-stays bounded by the largest segment); partition checks run after the whole partition was
-replayed.
+A check module defines ``walk_segment(ctx: SegmentContext)`` (a ``SegmentWalk``: fed the
+segment's columns chunk by chunk, then asked for its ``Finding``s) and/or
+``check_partition(ctx: PartitionContext)`` (an iterable of ``Finding``). Checks never open
+files: the engine hands them scanned columns and parsed index/snapshot files. Segment checks
+see one chunk of columns at a time, as the replay does (memory bounded by a chunk, not by the
+segment); partition checks run after the whole partition was replayed.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from kafkatx.analysis.checks.context import (
     PartitionContext,
     SegmentCheck,
     SegmentContext,
+    SegmentWalk,
     SnapshotFile,
 )
 
-__all__ = ["PartitionCheck", "PartitionContext", "SegmentCheck", "SegmentContext", "SnapshotFile",
-           "partition_checks", "segment_checks"]
+__all__ = ["PartitionCheck", "PartitionContext", "SegmentCheck", "SegmentContext", "SegmentWalk",
+           "SnapshotFile", "partition_checks", "segment_checks"]
 
 # One module per invariant (kafkatx/analysis/checks/<name>.py).
 CHECK_MODULES = (
@@ -43,7 +44,7 @@ def _modules() -> list[ModuleType]:
 
 
 def segment_checks() -> list[SegmentCheck]:
-    return [m.check_segment for m in _modules() if hasattr(m, "check_segment")]
+    return [m.walk_segment for m in _modules() if hasattr(m, "walk_segment")]
 
 
 def partition_checks() -> list[PartitionCheck]:

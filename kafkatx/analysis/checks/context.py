@@ -1,11 +1,13 @@
-"""What a check is handed: one scanned segment with its index files (``SegmentContext``), or a
-whole replayed partition (``PartitionContext``); the checks' signatures. The check modules
-import this, the registry in :mod:`kafkatx.analysis.checks` imports the check modules."""
+"""What a check is handed: one segment with its index files (``SegmentContext``), walked chunk by
+chunk of its columns (``SegmentWalk``), or a whole replayed partition (``PartitionContext``);
+the checks' signatures. The check modules import this, the registry in
+:mod:`kafkatx.analysis.checks` imports the check modules."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import ReplayResult
@@ -17,16 +19,22 @@ from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import TxnIndexRead
 from kafkatx.semantics.swap_recovery import SwapRecoveryPlan
 
+if TYPE_CHECKING:  # the exact parsers (construct) load only where a scan meets damage
+    from kafkatx.formats.segment import SegmentProblem
+
 
 @dataclass(slots=True, kw_only=True)
 class SegmentContext:
-    """One segment of a partition, scanned, with its parsed sibling index files."""
+    """One segment of a partition with its parsed sibling index files; ``batches``, ``size``
+    and ``problems`` are filled in once its chunks were walked."""
 
     topic: str
     partition: int
     base_offset: int  # from the file name
     log_path: str
-    scan: SegmentScan
+    batches: int = 0  # entries of the segment
+    size: int = 0  # bytes of the segment file
+    problems: tuple[SegmentProblem, ...] = ()  # the damage its scan met, in file order
     offset_index: OffsetIndexColumns | None = None
     offset_index_path: str | None = None
     time_index: TimeIndexColumns | None = None
@@ -75,5 +83,20 @@ class PartitionContext:
     restart_forgets: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
-SegmentCheck = Callable[[SegmentContext], Iterable[Finding]]
+class SegmentWalk(Protocol):
+    """A segment check walking the segment's columns chunk by chunk (``feed``: consecutive
+    chunks in file order, ``SegmentScan``s of ``scan_segment_chunks``), then judging it once
+    the walk is over (``findings``, when ``SegmentContext``'s totals are filled in). What it
+    keeps between chunks is O(what it reports), never a column of the segment."""
+
+    # True when the chunks could not answer exactly (the walk then runs again over the whole
+    # segment as one chunk): a segment whose base offsets go back.
+    whole_segment_needed: bool
+
+    def feed(self, chunk: SegmentScan) -> None: ...
+
+    def findings(self) -> Iterable[Finding]: ...
+
+
+SegmentCheck = Callable[[SegmentContext], SegmentWalk]
 PartitionCheck = Callable[[PartitionContext], Iterable[Finding]]
