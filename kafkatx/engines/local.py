@@ -1,7 +1,8 @@
-"""The local engine: scan partitions in this process, one segment in memory at a time.
+"""The local engine: scan partitions in this process, a chunk of a segment in memory at a time.
 
-For each partition: every live segment is scanned into header columns, fed to the producer-state
-replay (``kafkatx.analysis.replay``) and checked with its index files; then snapshots are
+For each partition: every live segment is walked in chunks of header columns
+(``kafkatx.engines.segment_chunks``), each fed to the producer-state replay
+(``kafkatx.analysis.replay``) and the segment checks with its index files; then snapshots are
 compared, the partition is rebuilt a second time from its newest good snapshot plus the log tail
 (as a restarting broker would), the LSO is computed against the checkpointed high watermark, and
 the partition checks run. Files are only read (``kafkatx.storage.files``).
