@@ -8,8 +8,9 @@ setup(
             "kafkatx.formats._batchscan",
             ["kafkatx/formats/_batchscan.c", "kafkatx/formats/_recordfmt.c",
              "kafkatx/formats/_recordcols.c", "kafkatx/formats/_dumpfmt.c",
-             "kafkatx/formats/_replaytable.c"],
-            depends=["kafkatx/formats/_varint.h", "kafkatx/formats/_recordfmt.h"],
+             "kafkatx/formats/_dumptable.c", "kafkatx/formats/_replaytable.c"],
+            depends=["kafkatx/formats/_varint.h", "kafkatx/formats/_recordfmt.h",
+                     "kafkatx/formats/_dumpcols.h"],
             optional=True,
             extra_compile_args=["-O3"],
         )

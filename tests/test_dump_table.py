@@ -119,3 +119,33 @@ def test_a_file_given_twice_keeps_one_table(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
     assert fast == _table(paths, utf8_stream=True)
     assert fast.count(f"{seg} (batch)") == 2
+
+
+# Keys, values and headers of what rich may read as markup or an emoji code (":smile:",
+# ":+1:", "a:b c:d", "[x]", a trailing space), where the C function's check of a cell decides.
+_RICH_TEXT = st.lists(st.sampled_from([*":a1_+-. [x]", "smile", "+1", ":smile:", ":+1:",
+                                        "thumbs_up", ":12:"]),
+                      max_size=6).map(lambda parts: "".join(parts).encode())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(_RICH_TEXT, _RICH_TEXT, _RICH_TEXT), min_size=1,
+                         max_size=4), min_size=1, max_size=6))
+def test_c_cells_rich_would_change_are_riches(batches: list[list[tuple[bytes, ...]]]) -> None:
+    from kafkatx.formats.record_batch import Record, build_batch
+
+    data, offset = b"", 0
+    for cells in batches:
+        records = [Record(offset=offset + i, timestamp=1_763_700_000_000 + i, key=key,
+                          value=value, headers=(("h", header),))
+                   for i, (key, value, header) in enumerate(cells)]
+        data += build_batch(records)
+        offset += len(records)
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        seg = Path(tmp) / "t-0" / "00000000000000000000.log"
+        seg.parent.mkdir()
+        seg.write_bytes(data)
+        mp.setattr(dump_cmd, "TABLE_CHUNK", 2)
+        fast = _table(seg, table_runs=True)
+        mp.setattr(render, "plain_table_text", lambda *args, **kwargs: None)
+        assert fast == _table(seg)

@@ -38,7 +38,7 @@ HAVE_TABLE = _table is not None
 WINDOW = 16 << 20  # bytes of a segment scanned, and held as columns, at a time
 TEXT_AT_ONCE = 1 << 20  # bytes of JSON text per C call (then handed to the writer)
 
-# The rows of the columns handed to the C function, in _dumpfmt.c's order.
+# The rows of the columns handed to the C functions, in _dumpcols.h's order.
 COLUMNS = ("position", "size", "attributes", "count", "base_offset", "last_offset",
            "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
            "last_sequence", "partition_leader_epoch", "crc", "crc_valid", "control_type",
@@ -82,7 +82,7 @@ def batch_columns(scan: SegmentScan, rows: npt.NDArray[np.intp]) -> npt.NDArray[
 
 
 class TableRun:
-    """A run of batches the C function may write as ``dump``'s table (``_dumpfmt.c``'s
+    """A run of batches the C function may write as ``dump``'s table (``_dumptable.c``'s
     ``format_dump_table``), taken from its start a chunk at a time: as padded table text, or
     as dump's Python items (``items``) where the caller's table is not plain.
 

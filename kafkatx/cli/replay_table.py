@@ -7,7 +7,7 @@ producer and status cells of each template are cut from the Python rendering of 
 record (``replay_cmd.table_cells``), so the two paths cannot disagree on them. Rows are
 printed in chunks of :data:`CHUNK`, each sized on its own cells exactly as
 :class:`~kafkatx.cli.render.FitTable` sizes it. A chunk of the C formatter's lines only is
-padded in C (``format_replay_table``, _replaytable.c, with _dumpfmt.c's padding); one it
+padded in C (``format_replay_table``, _replaytable.c, with _dumptable.c's padding); one it
 refuses or holding rows made in Python goes to :func:`fast_chunk_text`, and a chunk that
 cannot tell (colours, cells that are not plain ASCII, a table wider than the console) to
 FitTable. tests/test_replay_table.py proves the text equal to FitTable's.

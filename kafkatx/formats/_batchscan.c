@@ -608,7 +608,7 @@ static PyMethodDef methods[] = {
     {"format_dump_table", format_dump_table, METH_VARARGS,
      "format_dump_table(buf, columns, n, min_offset, max_offset, start, stop, names, justify, "
      "show_header, under, more, width) -> bytes or None: dump's table rows of a chunk of "
-     "batches and their records, padded (see _dumpfmt.c)."},
+     "batches and their records, padded (see _dumptable.c)."},
     {"format_replay_table", format_replay_table, METH_VARARGS,
      "format_replay_table(lines, start, rows, pids, statuses, names, justify, show_header, "
      "width) -> (bytes, end) or None: replay's table rows padded (see _replaytable.c)."},

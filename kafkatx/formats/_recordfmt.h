@@ -1,7 +1,7 @@
 /*
  * What _recordfmt.c shares with the other record writers of the extension (_recordcols.c,
- * _dumpfmt.c): a growable output buffer, render_bytes' choice of text or base64, and the
- * records section of one batch written through templates.
+ * _dumpfmt.c, _dumptable.c, _replaytable.c): a growable output buffer, render_bytes' choice of
+ * text or base64, and the records section of one batch written through templates.
  */
 #ifndef KAFKATX_RECORDFMT_H
 #define KAFKATX_RECORDFMT_H
@@ -75,7 +75,7 @@ KTX_INTERNAL int format_section(const uint8_t *data, Py_ssize_t len, Py_ssize_t 
                                 const window_t *w, out_t *o, out_t *scratch,
                                 Py_ssize_t *written, int *stopped);
 
-/* A plain table's cells (_dumpfmt.c): each a span of `text` (`chars` characters of UTF-8),
+/* A plain table's cells (_dumptable.c): each a span of `text` (`chars` characters of UTF-8),
  * row after row, `columns` a row. */
 typedef struct {
     Py_ssize_t at, len, chars;

@@ -9,7 +9,7 @@
  * through kafkatx.cli.replay_table's templates); the `rows` lines from character `start` on
  * are the table's rows: the offset and timestamp cells as written, the pid/epoch cell
  * pids[K >> 1] and the status cell statuses[K] (UTF-8 bytes of the text rich shows, or None
- * when that is not plain). They are padded by _dumpfmt.c's put_lines (the header `names`,
+ * when that is not plain). They are padded by _dumptable.c's put_lines (the header `names`,
  * '\n'-joined, when `show_header`; `justify` 'r'/'l' a column) and returned with the
  * character just after the last line. None -- the Python table then -- for anything it
  * cannot vouch for: a cell None, K outside the lists, an offset other than an integer, a

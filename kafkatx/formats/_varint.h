@@ -1,7 +1,8 @@
 /*
  * Varint readers shared by the record decoder (_batchscan.c) and the record writers
- * (_recordfmt.c, _recordcols.c, _dumpfmt.c): ByteUtils.readUnsignedVarint/readVarint/readVarlong
- * over a bounded cursor, and the head of a record (DefaultRecord#readFrom).
+ * (_recordfmt.c, _recordcols.c, _dumpfmt.c, _dumptable.c):
+ * ByteUtils.readUnsignedVarint/readVarint/readVarlong over a bounded cursor, and the head of a
+ * record (DefaultRecord#readFrom).
  */
 #ifndef KAFKATX_VARINT_H
 #define KAFKATX_VARINT_H
@@ -69,7 +70,8 @@ static inline int read_record_head(cursor_t *c, long long base_offset, long long
 /* kafkatx.formats._batchscan.format_records/format_batches (in _recordfmt.c). */
 PyObject *format_records(PyObject *self, PyObject *args);
 PyObject *format_batches(PyObject *self, PyObject *args);
-/* kafkatx.formats._batchscan.format_dump_batches (in _dumpfmt.c). */
+/* kafkatx.formats._batchscan.format_dump_batches (in _dumpfmt.c), format_dump_table (in
+ * _dumptable.c). */
 PyObject *format_dump_batches(PyObject *self, PyObject *args);
 PyObject *format_dump_table(PyObject *self, PyObject *args);
 /* kafkatx.formats._batchscan.format_replay_table (in _replaytable.c). */
