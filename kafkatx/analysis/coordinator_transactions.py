@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
@@ -44,8 +44,7 @@ def tp_name(tp: TopicPartition) -> str:
 # The coordinator's transactions
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CoordinatorStep:
+class CoordinatorStep(NamedTuple):
     """One ``__transaction_state`` record in a transaction's story. ``timestamp_ms`` is the
     value's last-update time (the record's timestamp for a tombstone); ``appended_ms`` the
     record's own timestamp, the coordinator's clock at the append
@@ -87,8 +86,7 @@ class CoordinatorStep:
                 "producer_epoch": self.producer_epoch}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Marker:
+class Marker(NamedTuple):
     """A COMMIT/ABORT marker in a data partition (``txn``: the data transaction it closed)."""
 
     offset: int
@@ -100,8 +98,7 @@ class Marker:
     txn: Transaction | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetCommit:
+class OffsetCommit(NamedTuple):
     """One offset committed inside a transaction (``TxnOffsetCommit``), from a transactional
     batch of ``__consumer_offsets``; ``visible`` once a COMMIT marker closed that batch's
     transaction in the same ``__consumer_offsets`` partition."""

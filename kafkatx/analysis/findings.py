@@ -8,6 +8,7 @@ docs/findings.md lists them (``tests/test_docs_reference.py`` checks it does). S
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 ERROR = "error"
 WARNING = "warning"
@@ -15,8 +16,7 @@ INFO = "info"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
-@dataclass(frozen=True, slots=True)
-class FindingKind:
+class FindingKind(NamedTuple):
     severity: str
     explanation: str
 
@@ -112,8 +112,7 @@ KINDS: dict[str, FindingKind] = {
 TOOLS = ("kafka-transactions.sh", "kafka-consumer-groups.sh", "kafkatx ")
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One step of a remediation: what it does and, when a tool does it, the whole command
     (the tool's name and ``--bootstrap-server`` every time)."""
 

@@ -12,7 +12,6 @@ timestamps and outcome, the .txnindex entries Kafka would have written, every ru
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -293,7 +292,7 @@ class PartitionReplayer:
         if lo >= hi:
             return
         if lo > 0 or hi < len(cols):
-            cols = RunColumns(**{f: getattr(cols, f)[lo:hi] for f in RunColumns.__slots__})
+            cols = RunColumns(**{f: getattr(cols, f)[lo:hi] for f in RunColumns._fields})
             positions = positions[lo:hi]
         psm = self.result.state
         plan = plan_run(cols, psm, tracked_open={p: t.first_offset for p, t in self._open.items()},
@@ -406,7 +405,7 @@ class PartitionReplayer:
         expected = self.result.expected_aborted
         for other in [p for p in self._awaiting_next_txn if p != pid]:
             for k in self._awaiting_next_txn.pop(other):
-                expected[k] = replace(expected[k], follower_last_stable_offset=first_offset)
+                expected[k] = expected[k]._replace(follower_last_stable_offset=first_offset)
 
     def _follower_lsos(self, starts: list[tuple[int, int, int]],
                        waits: list[tuple[int, int, int]]) -> None:

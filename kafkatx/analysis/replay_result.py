@@ -8,6 +8,7 @@ the verdicts and the views read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 from kafkatx.semantics.producer_state import ProducerStateManager
@@ -47,8 +48,7 @@ class Transaction:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectedAbortedTxn:
+class ExpectedAbortedTxn(NamedTuple):
     """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn).
 
     ``last_stable_offset`` is what the leader writes, appending the marker on its own. A
@@ -66,8 +66,7 @@ class ExpectedAbortedTxn:
     follower_last_stable_offset: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchRef:
+class BatchRef(NamedTuple):
     """Where a batch sits: file and byte position (for ``path:position`` findings)."""
 
     path: str | None

@@ -21,7 +21,7 @@ producer-state findings); what differs between copies is the replica comparison'
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkatx.errors import UnreadableFileError
 from kafkatx.semantics.leader_epochs import EpochCache
@@ -41,8 +41,7 @@ REPLICATED_KINDS = frozenset({
 })
 
 
-@dataclass(frozen=True, slots=True)
-class CopyPosition:
+class CopyPosition(NamedTuple):
     """Where one copy stands: its leader epochs (``LeaderEpochFileCache``) and log end."""
 
     pdir: PartitionDir
@@ -147,8 +146,7 @@ def authoritative_copy(dirs: Sequence[PartitionDir], problems: list[str],
                       for d in dirs]).pdir
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaSet:
+class ReplicaSet(NamedTuple):
     """One partition's live copies in log-dir order, and which of them is authoritative."""
 
     copies: tuple[PartitionDir, ...]

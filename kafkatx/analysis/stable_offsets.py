@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkatx.semantics.producer_state import ProducerStateManager, last_stable_offset
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StableOffsets:
+class StableOffsets(NamedTuple):
     """The partition's LSO and what decides it (``UnifiedLog#lastStableOffset``)."""
 
     high_watermark: int | None  # the broker's: the checkpoint's, clamped to [log start, LEO]

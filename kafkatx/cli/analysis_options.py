@@ -8,9 +8,8 @@ import functools
 import gc
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import click
 
@@ -33,8 +32,7 @@ T = TypeVar("T")
 # transactions). The analysis commands collect every 100,000 allocations instead.
 ANALYSIS_GC_THRESHOLD = (100_000, 50, 100)
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineCliOptions:
+class EngineCliOptions(NamedTuple):
     """``--engine``, ``--master``, ``--spark-conf``, ``--output``."""
 
     engine: str = AUTO
@@ -124,7 +122,7 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
         if target is not None and suffix_format(target) is not None:  # a file, not Parquet
             kwargs["fmt"] = format_for_output(target, kwargs["fmt"])
             check_output_file(target, kwargs["paths"])
-            writes, opts = stdout_to(target), replace(opts, output=None)
+            writes, opts = stdout_to(target), opts._replace(output=None)
         before = gc.get_threshold()
         gc.set_threshold(*ANALYSIS_GC_THRESHOLD)
         try:
@@ -140,8 +138,7 @@ def engine_options(f: Callable[..., Any] | None = None, *, output: bool = True) 
     return wrapper
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnalysisCliOptions:
+class AnalysisCliOptions(NamedTuple):
     now: int | str = CAPTURE  # epoch ms, or capture / data (kafkatx.cli.now_option)
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     max_transaction_timeout_ms: int | None = None

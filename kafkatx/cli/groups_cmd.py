@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -71,7 +70,7 @@ def groups_command(paths: tuple[str, ...], groups: tuple[str, ...], fmt: str,
             written = engine.write_tables(analysis.engine.output, group_tables(summaries))
             stderr_console().print(f"wrote {', '.join(written)}", markup=False)
 
-    result = run_inspection(paths, replace(analysis, predict_restart=False), then=analyze,
+    result = run_inspection(paths, analysis._replace(predict_restart=False), then=analyze,
                            own_output=True)
     err = stderr_console()
     for p in [*result.problems, *problems]:

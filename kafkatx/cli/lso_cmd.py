@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import sys
-from dataclasses import replace
 
 import click
 
@@ -66,7 +65,7 @@ def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
     comes from replication-offset-checkpoint (else the log end offset, said so). Rows where
     the LSO is behind the HW are highlighted: read_committed consumers stop at the LSO.
     """
-    result = run_inspection(paths, replace(analysis, predict_restart=False))
+    result = run_inspection(paths, analysis._replace(predict_restart=False))
     reports = sorted_reports(result.partitions)
     if only_stuck and fmt == "table":
         reports = [r for r in reports if stuck(r)]

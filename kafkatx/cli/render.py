@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
@@ -23,8 +22,7 @@ if TYPE_CHECKING:  # rich is imported by what draws (a table, findings), not by 
     from rich.table import Table
 
 
-@dataclass(frozen=True, slots=True)
-class Col:
+class Col(NamedTuple):
     """A column of a :class:`FitTable`. ``give_way``: 0 for a column that identifies or
     explains its row (never dropped, never cut); else the order in which columns are left out
     when the terminal is too narrow (the highest first). ``wrap``: long text, wrapped at

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
@@ -40,7 +39,7 @@ def verify_command(paths: tuple[str, ...], fmt: str, show_all: bool,
     sequences, duplicates, stale epochs (zombies), markers, open and pinning transactions.
     Warnings and info never fail.
     """
-    result = run_inspection(paths, dataclasses.replace(analysis, validate_records=True))
+    result = run_inspection(paths, analysis._replace(validate_records=True))
     counts = severity_counts(result.findings)
     partitions = len(result.partitions)
     failed = counts[ERROR] > 0

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kafkatx.engines.local import AnalysisOptions, Inspection, Progress
 from kafkatx.errors import KafkatxError
@@ -42,8 +41,7 @@ class EngineUnavailableError(KafkatxError):
     """The chosen engine cannot run here (pyspark missing, Java missing...)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineConfig:
+class EngineConfig(NamedTuple):
     """What the CLI's ``--engine``, ``--master``, ``--spark-conf`` say."""
 
     name: str = LOCAL  # auto | local | spark

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -188,12 +188,12 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
                            "--engine local")
     source = GIVEN if options.now_ms is not None else DATA
     if isinstance(now, int):
-        options, source = replace(options, now_ms=now), GIVEN
+        options, source = options._replace(now_ms=now), GIVEN
     elif now == DATA:
-        options = replace(options, now_ms=None)
+        options = options._replace(now_ms=None)
     elif now == CAPTURE:
         captured = newest_mtime_ms(disc, roots)
-        options = replace(options, now_ms=captured)
+        options = options._replace(now_ms=captured)
         source = CAPTURE if captured is not None else DATA
 
     def recorded() -> AbstractContextManager[object]:
@@ -221,7 +221,7 @@ def inspect(paths: Sequence[str | os.PathLike[str]], *,
                     f"({iso_ms(newest)}): ages would be negative; give a later time, now, or "
                     "data", "--now")
             if source == CAPTURE:  # file times older than the data (copied without them)
-                options, source = replace(options, now_ms=None), DATA
+                options, source = options._replace(now_ms=None), DATA
                 with recorded():
                     result = runner.inspect(roots, options=options,
                                             keep_timeline=keep_timeline, selection=selection)

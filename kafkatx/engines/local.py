@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -81,8 +81,7 @@ ROWS_PER_RUN = 1 << 18  # batches per run of a whole-segment computation's tempo
 Finalize = Callable[[PartitionDir, PartitionContext, list[Finding]], list[Finding]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnalysisOptions:
+class AnalysisOptions(NamedTuple):
     now_ms: int | None = None  # "now" for age-based findings; default: newest timestamp seen
     transaction_timeout_ms: int = 60_000  # the producer default transaction.timeout.ms
     # An open transaction is judged once its last write is older than max(its timeout, this):
@@ -98,6 +97,9 @@ class AnalysisOptions:
     # the restart findings in the view as found (a second load of each partition; the
     # commands that show no findings skip it)
     predict_restart: bool = True
+
+
+DEFAULT_OPTIONS = AnalysisOptions()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -190,7 +192,7 @@ def analyze_partition(
     high_watermark_at_log_end: bool = False,
     log_start_offset: int | None = None,
     cleaner_offset: int | None = None,
-    options: AnalysisOptions = AnalysisOptions(),
+    options: AnalysisOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     scan: ScanOf | None = None,
     finalize: Finalize | None = None,
@@ -447,7 +449,7 @@ Work = list[tuple[PartitionDir, int | None, int | None, int | None, bool]]
 def start_inspection(
     paths: Iterable[str | os.PathLike[str]],
     *,
-    options: AnalysisOptions = AnalysisOptions(),
+    options: AnalysisOptions = DEFAULT_OPTIONS,
     keep_timeline: bool = False,
     selection: Selection | None = None,
 ) -> tuple[Inspection, CoordinatorChecks, Work, AnalysisOptions]:
@@ -459,7 +461,7 @@ def start_inspection(
     disc = discover(paths)
     if options.max_transaction_timeout_ms is None:
         value, said = max_transaction_timeout(disc)
-        options = replace(options, max_transaction_timeout_ms=value, max_timeout_said=said)
+        options = options._replace(max_transaction_timeout_ms=value, max_timeout_said=said)
     result = Inspection(discovery=disc, problems=list(disc.problems))
     result.replica_sets = replica_sets(disc.all_partitions(), result.problems)
     joined = CoordinatorChecks.for_discovery(disc, now_ms=options.now_ms,
@@ -516,7 +518,7 @@ def finish_inspection(result: Inspection, joined: CoordinatorChecks) -> Inspecti
 def inspect_paths(
     paths: Iterable[str | os.PathLike[str]],
     *,
-    options: AnalysisOptions = AnalysisOptions(),
+    options: AnalysisOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     on_partition: Callable[[PartitionDir], None] | None = None,
     keep_timeline: bool = False,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -68,8 +69,7 @@ class EpochCache:
         self.entries = [(e, s) for e, s in self.entries if s < end_offset]
 
 
-@dataclass(frozen=True, slots=True)
-class Truncation:
+class Truncation(NamedTuple):
     offset: int  # the follower's log end offset after truncation
     rounds: int  # OffsetsForLeaderEpoch requests it took
     leader_epoch: int  # the epoch of the leader's last answer

@@ -18,7 +18,8 @@ import bisect
 import enum
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkatx.formats.batch_values import (
     INT32_MAX,
@@ -52,8 +53,7 @@ INVALID_TXN_STATE = "invalid_txn_state"
 COORDINATOR_FENCED = "coordinator_epoch_regression"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Violation:
+class Violation(NamedTuple):
     """A rule of ProducerAppendInfo that a batch broke, at ``offset``."""
 
     kind: str
@@ -101,8 +101,7 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
     """``BatchMetadata``: what is remembered of one of a producer's last five batches."""
 
     last_seq: int
@@ -264,8 +263,7 @@ class TxnMetadata:
     last_offset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
+class CompletedTxn(NamedTuple):
     """``CompletedTxn``: what a COMMIT/ABORT marker closed (``last_offset`` = marker offset)."""
 
     producer_id: int
@@ -573,12 +571,14 @@ class ProducerStateManager:
         return [self.producers[pid].to_snapshot_entry() for pid in sorted(self.producers)]
 
 
-@dataclass(slots=True)
 class _OffsetMap:
     """A small TreeMap<Long, TxnMetadata>: sorted keys + dict."""
 
-    keys: list[int] = field(default_factory=list)
-    values_by_key: dict[int, TxnMetadata] = field(default_factory=dict)
+    __slots__ = ("keys", "values_by_key")
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.values_by_key: dict[int, TxnMetadata] = {}
 
     def put(self, key: int, value: TxnMetadata) -> None:
         if key not in self.values_by_key:

@@ -26,7 +26,7 @@ case are brought to their end state with ``ProducerStateEntry`` methods at the e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -53,8 +53,7 @@ Ints = npt.NDArray[np.signedinteger[Any]]
 _NO_ROWS: I64 = np.zeros(0, dtype=np.int64)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunColumns:
+class RunColumns(NamedTuple):
     """The header columns of a run of batches in log order (one row per batch), in the
     scanner's dtypes (int64 offsets, ids and timestamps; int32 sequences, counts and
     coordinator epochs; int16 epochs and control types; int8 magic)."""

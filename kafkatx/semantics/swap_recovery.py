@@ -13,7 +13,7 @@ the analysis reports it on evidence it never changes (:mod:`kafkatx.analysis.che
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CLEANED_SUFFIX = ".cleaned"  # LogFileUtils.CLEANED_FILE_SUFFIX
 SWAP_SUFFIX = ".swap"  # LogFileUtils.SWAP_FILE_SUFFIX
@@ -27,8 +27,7 @@ def offset_from_file(name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-@dataclass(frozen=True, slots=True)
-class SwapRecoveryPlan:
+class SwapRecoveryPlan(NamedTuple):
     """File names a load removes or renames, by reason, in the order ``LogLoader`` acts."""
 
     deleted_leftovers: tuple[str, ...] = ()  # ``.deleted``: an interrupted asynchronous delete

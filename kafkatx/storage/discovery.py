@@ -25,6 +25,7 @@ import os
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkatx.errors import MissingPathError, UnreadableFileError
 from kafkatx.formats.checkpoints import (
@@ -63,8 +64,7 @@ def _path_str(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SegmentFiles:
+class SegmentFiles(NamedTuple):
     """The files of one segment (one base offset, one transient suffix or none).
 
     ``log_size`` is the ``.log`` file's size from ``stat`` (0 without a ``.log``). ``suffix`` is
@@ -176,8 +176,7 @@ class LogDir:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Discovery:
+class Discovery(NamedTuple):
     """Everything found under the given paths. ``problems`` are one-line, human-readable notes
     (unlistable dirs, names Kafka would refuse, paths holding no Kafka data)."""
 
@@ -220,8 +219,7 @@ class Discovery:
 # Listing
 
 
-@dataclass(slots=True)
-class _Listing:
+class _Listing(NamedTuple):
     path: Path
     files: dict[str, os.DirEntry[str] | Entry]
     dirs: dict[str, os.DirEntry[str] | Entry]
@@ -343,19 +341,20 @@ def _build_partition(name: PartitionDirName, listing: _Listing,
 # The search
 
 
-@dataclass(slots=True)
-class _FoundLogDir:
+class _FoundLogDir(NamedTuple):
     listing: _Listing
     partitions: list[PartitionDir]
 
 
-@dataclass(slots=True)
 class _Search:
-    problems: list[str] = field(default_factory=list)
-    log_dirs: list[_FoundLogDir] = field(default_factory=list)
-    bare: list[PartitionDir] = field(default_factory=list)
-    seen: dict[Hashable, Path] = field(default_factory=dict)
-    remote: dict[str, _Listing] = field(default_factory=dict)  # listed URIs, by URI
+    __slots__ = ("bare", "log_dirs", "problems", "remote", "seen")
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.log_dirs: list[_FoundLogDir] = []
+        self.bare: list[PartitionDir] = []
+        self.seen: dict[Hashable, Path] = {}
+        self.remote: dict[str, _Listing] = {}  # listed URIs, by URI
 
     def list(self, path: Path) -> _Listing | None:
         if not isinstance(path, RemotePath):

@@ -23,9 +23,8 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from kafkatx.errors import KafkatxError, UnreadableFileError
@@ -43,8 +42,7 @@ def is_uri(path: object) -> bool:
 # The protocol
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One directory entry: its name, whether it is a directory, its size in bytes."""
 
     name: str
@@ -179,8 +177,7 @@ class ArrowFileSystem:
 # Stores and remote paths
 
 
-@dataclass(frozen=True, slots=True)
-class Store:
+class Store(NamedTuple):
     """One filesystem reached by URI. ``uri`` is the URI it was opened with (query kept: how to
     open it again in any process), ``root`` that URI as displayed (no query, no trailing '/'),
     and ``prefix`` what a displayed path starts with before the filesystem's own name for it

@@ -7,14 +7,13 @@ the ``.<uuid>-delete``/``-future``/``-stray`` suffixes) and ``LogFileUtils`` (20
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Extra suffixes Kafka appends after the normal one (LocalLog / LogFileUtils).
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionDirName:
+class PartitionDirName(NamedTuple):
     topic: str
     partition: int
     state: str  # "live", "delete", "future" or "stray"

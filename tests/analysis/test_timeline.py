@@ -10,7 +10,7 @@ picks) and, where a transaction commits offsets, ``__consumer_offsets-N``. Times
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -709,7 +709,7 @@ def _join_of(specs: list[Txn], *, tv2: bool, dropped: set[int]) -> tuple[
     closed = {m.offset: m for m in markers}
     for txn in replay.transactions:
         if txn.marker_offset in closed:
-            closed[txn.marker_offset] = replace(closed[txn.marker_offset], txn=txn)
+            closed[txn.marker_offset] = closed[txn.marker_offset]._replace(txn=txn)
     pj = TransactionJoin(view).join_partition(PartitionEvidence(
         topic="t", partition=0, transactions=replay.transactions, markers=list(closed.values()),
         min_timestamp=replay.min_timestamp, max_timestamp=replay.max_timestamp,
