@@ -136,7 +136,8 @@ def dump(
     """Yield the dump items of every file under ``paths``; ``encoded``: a data batch's
     ``records`` may be their JSON text already (``RawJsonList``, for JSON output); ``lines``
     too: runs of data batches may come as their items' JSON text already, joined by ``lines``
-    (``{"kind": "encoded", "file", "position", "text"}``, :mod:`kafkatx.analysis.dump_lines`);
+    (``{"kind": "encoded", "file", "position", "text"}``, ``text`` UTF-8 bytes,
+    :mod:`kafkatx.analysis.dump_lines`);
     ``table_runs`` (with ``encoded``): runs of data batches as ``{"kind": "batch_run", "file",
     "position", "run"}`` (``dump_lines.TableRun``: the table's text, or these items)."""
     files = expand_paths(paths, stats)

@@ -175,10 +175,10 @@ def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separat
                slow: SlowItems, problem: Callable[[SegmentProblem, str], dict], *,
                table: bool = False) -> Iterator[dict]:
     """dump's items of one scanned chunk of ``data``: runs of batches the C function writes as
-    ``{"kind": "encoded", "text": ...}`` items (JSON items joined by ``separator``; ``position``
-    the last batch's) -- with ``table``, as ``{"kind": "batch_run", "run": TableRun}`` items
-    --, the rest through ``slow(scan, rows)``, problems (``problem``) before the first batch
-    at or past their position, as dump's own walk places them."""
+    ``{"kind": "encoded", "text": ...}`` items (JSON items joined by ``separator``, as UTF-8
+    bytes; ``position`` the last batch's) -- with ``table``, as ``{"kind": "batch_run", "run":
+    TableRun}`` items --, the rest through ``slow(scan, rows)``, problems (``problem``) before
+    the first batch at or past their position, as dump's own walk places them."""
     rows = kept_rows(scan.headers, flt)
     cols = np.ascontiguousarray(batch_columns(scan, rows))
     positions, route = cols[_ROW["position"]], cols[_ROW["route"]]
@@ -219,7 +219,7 @@ def line_items(data: Any, scan: SegmentScan, flt: DumpFilter, file: str, separat
             text, nxt = _format(data, cols, m, head, sep, low, high, i, stop, TEXT_AT_ONCE)
             if nxt > i:
                 yield {"kind": "encoded", "file": file, "position": int(positions[nxt - 1]),
-                       "text": text.decode()}
+                       "text": text}
                 i = nxt
             else:  # records the C decoder refuses: this batch the slow way
                 yield from slow(scan, rows[i:i + 1])

@@ -14,7 +14,14 @@ from kafkatx.analysis.dump import DumpFilter, DumpStats, dump, expand_paths, pro
 from kafkatx.analysis.timefmt import iso_ms
 from kafkatx.cli.exit_status import EVIDENCE, EXIT_USAGE, error_document
 from kafkatx.cli.offset_range import OFFSET, check_offset_range
-from kafkatx.cli.output import JsonWriter, StderrLines, StdoutLines, format_option, glyph
+from kafkatx.cli.output import (
+    JsonWriter,
+    StderrLines,
+    StdoutLines,
+    format_option,
+    glyph,
+    write_utf8,
+)
 from kafkatx.cli.progress import ScanProgress, output_progress
 from kafkatx.errors import MissingPathError
 from kafkatx.formats.raw_json import RawJsonList
@@ -331,19 +338,6 @@ def _new_table(kind: str, title: str | None, header: bool) -> FitTable:
                     title=title, show_header=header)
 
 
-def _write_utf8(out: Any, text: bytes) -> None:
-    """UTF-8 ``text`` onto the console's file: as bytes onto a UTF-8 stream's buffer (no
-    decoding and encoding again), else as text."""
-    file = out.file
-    buffer = getattr(file, "buffer", None)
-    if buffer is not None and str(getattr(file, "encoding", "")).lower().replace("-", "") \
-            == "utf8":
-        file.flush()
-        buffer.write(text)
-    else:
-        file.write(text.decode())
-
-
 def _render_tables(items: Any, err: Any) -> None:
     """Stream tables: one per file and kind, flushed every TABLE_CHUNK rows."""
     out = StdoutLines()  # rich's console only for a table the C function does not write
@@ -407,7 +401,7 @@ def _render_tables(items: Any, err: Any) -> None:
                         if first:
                             current, noted = key, False
                             out.heading(item["file"], "batch")
-                        _write_utf8(out, text)
+                        write_utf8(out.file, text)
                         table = None
                         continue
             for sub in run.items(min(run.left, TABLE_CHUNK - rows)):

@@ -202,6 +202,18 @@ class StdoutLines:
         self.console.print(f"[bold]{text}[/] [dim]({note})[/]")
 
 
+def write_utf8(file: TextIO, data: bytes) -> None:
+    """UTF-8 ``data`` onto a text stream: as bytes onto a UTF-8 stream's buffer (the stream
+    flushed first, so that the order stays; no decoding and encoding again), else as text."""
+    buffer = getattr(file, "buffer", None)
+    if buffer is not None and str(getattr(file, "encoding", "")).lower().replace("-", "") \
+            == "utf8":
+        file.flush()
+        buffer.write(data)
+    else:
+        file.write(data.decode())
+
+
 class BufferedText:
     """Text gathered and written in large pieces (one write per ``FLUSH_AT`` characters; at
     once to a terminal, where lines should show as they come)."""
@@ -221,11 +233,21 @@ class BufferedText:
         if self._size >= self.FLUSH_AT or self._at_once:
             self.flush()
 
-    def flush(self) -> None:
+    def put_utf8(self, data: bytes) -> None:
+        """UTF-8 text (a large piece: written at once, after what is gathered)."""
+        self._write_parts()
+        write_utf8(self.out, data)
+        if self._at_once:
+            self.out.flush()
+
+    def _write_parts(self) -> None:
         if self._parts:
             self.out.write("".join(self._parts))
             self._parts.clear()
             self._size = 0
+
+    def flush(self) -> None:
+        self._write_parts()
         self.out.flush()
 
 
@@ -250,9 +272,16 @@ class JsonWriter:
         """What comes between two items' JSON text."""
         return ",\n" if self.array else "\n"
 
-    def write_encoded(self, text: str) -> None:
-        """Items already JSON text, joined by :attr:`item_separator` (as if written one by one)."""
-        if self.array:
+    def write_encoded(self, text: str | bytes) -> None:
+        """Items already JSON text (or its UTF-8 bytes), joined by :attr:`item_separator` (as if
+        written one by one)."""
+        if isinstance(text, bytes):  # written whole: its last line, too, ends with it
+            if self.array:
+                self.out.put("[\n" if self.first else ",\n")
+                self.out.put_utf8(text)
+            else:
+                self.out.put_utf8(text + b"\n")
+        elif self.array:
             self.out.put(("[\n" if self.first else ",\n") + text)
         else:
             self.out.put(text + "\n")

@@ -91,10 +91,13 @@ filters = st.builds(
 
 
 def _written(paths: list[str], flt: DumpFilter, *, array: bool, fast: bool,
-             lines: bool = True) -> str:
+             lines: bool = True, utf8_stream: bool = False) -> str:
     """The JSON text of the dump items: the Python items (not ``fast``), or the C formatter's
-    (``fast``: records as ``RawJsonList``, with ``lines`` whole batches' text)."""
-    out = io.StringIO()
+    (``fast``: records as ``RawJsonList``, with ``lines`` whole batches' text); on a text
+    stream, or (``utf8_stream``) a UTF-8 one over bytes (the C text then goes to its buffer
+    as bytes, as onto stdout)."""
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8") if utf8_stream else io.StringIO()
     writer = JsonWriter(out, array=array)
     for item in dump(paths, flt, records=True, stats=DumpStats(), encoded=fast,
                      lines=writer.item_separator if fast and lines else None):
@@ -103,7 +106,7 @@ def _written(paths: list[str], flt: DumpFilter, *, array: bool, fast: bool,
         else:
             writer.write(item)
     writer.close()
-    return out.getvalue()
+    return raw.getvalue().decode() if utf8_stream else out.getvalue()
 
 
 def test_the_extension_has_the_dump_formatter() -> None:
@@ -123,6 +126,7 @@ def test_generated_segments_dump_as_the_python_items(
         mp.setattr(dump_lines, "TEXT_AT_ONCE", text_at_once)
         fast = _written([str(seg)], flt, array=array, fast=True)
         assert fast == _written([str(seg)], flt, array=array, fast=False)
+        assert fast == _written([str(seg)], flt, array=array, fast=True, utf8_stream=True)
         # the records of each batch from the C formatter (what the table takes)
         assert fast == _written([str(seg)], flt, array=array, fast=True, lines=False)
 
@@ -132,6 +136,6 @@ def test_fixture_segments_dump_as_the_python_items(monkeypatch: pytest.MonkeyPat
     damaged segments, indexes, snapshots), small windows: the same JSON lines."""
     monkeypatch.setattr(dump_lines, "WINDOW", 4096)
     paths = [str(p) for p in sorted(FIXTURES.iterdir()) if p.is_dir()]
-    fast = _written(paths, DumpFilter(), array=False, fast=True)
+    fast = _written(paths, DumpFilter(), array=False, fast=True, utf8_stream=True)
     assert fast == _written(paths, DumpFilter(), array=False, fast=False)
     assert fast.count('"kind":"batch"') > 1000
