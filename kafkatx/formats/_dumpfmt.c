@@ -98,7 +98,10 @@ PyObject *format_dump_batches(PyObject *self, PyObject *args)
     const templates_t t = DUMP_TEMPLATES;
     out_t o = {NULL, 0, 0}, scratch = {NULL, 0, 0};
     Py_ssize_t row = start < 0 ? 0 : start, written = 0;
-    int result = 0;
+    /* Room for the whole text at once (the text of a batch past it still grows it): the
+     * buffer is not copied again and again as it doubles. */
+    int result = max_bytes > 0 && max_bytes < (1 << 26) && reserve(&o, max_bytes + (1 << 16)) < 0
+                 ? -1 : 0;
     for (; row < n && row < stop && o.len < max_bytes; row++) {
 #define AT(k) (col[(Py_ssize_t)(k) * n + row])
         int64_t pos = AT(POSITION), size = AT(SIZE);

@@ -70,28 +70,61 @@ int reserve(out_t *o, Py_ssize_t more)
     return 0;
 }
 
-int put(out_t *o, const void *p, Py_ssize_t n)
+/* put, inlined where this unit writes (a literal's memcpy then is a move or two). */
+static inline __attribute__((always_inline)) int put_in(out_t *o, const void *p, Py_ssize_t n)
 {
-    if (reserve(o, n) < 0)
+    if (o->len + n > o->cap && reserve(o, n) < 0)
         return -1;
     memcpy(o->buf + o->len, p, (size_t)n);
     o->len += n;
     return 0;
 }
 
+int put(out_t *o, const void *p, Py_ssize_t n)
+{
+    return put_in(o, p, n);
+}
+
+#undef PUT_LIT
+#define PUT_LIT(o, s) put_in((o), (s), (Py_ssize_t)(sizeof(s) - 1))
+
+static const char DIGIT_PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* put_ll, inlined where this unit writes: the digits written in place, two a step. */
+static inline __attribute__((always_inline)) int put_ll_in(out_t *o, long long v)
+{
+    if (o->len + 20 > o->cap && reserve(o, 20) < 0)
+        return -1;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int digits = 1;
+    for (unsigned long long rest = u; rest >= 10; rest /= 10)
+        digits++;
+    char *w = o->buf + o->len + (v < 0) + digits;
+    o->len += (v < 0) + digits;
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--w = DIGIT_PAIRS[d + 1];
+        *--w = DIGIT_PAIRS[d];
+    }
+    if (u >= 10) {
+        *--w = DIGIT_PAIRS[u * 2 + 1];
+        *--w = DIGIT_PAIRS[u * 2];
+    } else {
+        *--w = (char)('0' + u);
+    }
+    if (v < 0)
+        *--w = '-';
+    return 0;
+}
+
 /* Decimal, as Python's int.__repr__ writes it. */
 int put_ll(out_t *o, long long v)
 {
-    char tmp[24];
-    char *w = tmp + sizeof tmp;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--w = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *--w = '-';
-    return put(o, w, (Py_ssize_t)(tmp + sizeof tmp - w));
+    return put_ll_in(o, v);
 }
 
 /* render_bytes' choice for bytes that are not null: text iff valid UTF-8 whose characters are
@@ -182,28 +215,34 @@ static int put_json_text(out_t *o, const uint8_t *p, Py_ssize_t n)
     return 0;
 }
 
+static const char BASE64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static char BASE64_PAIRS[2 * 4096];  /* the two characters of each 12 bits (filled once) */
+
 int put_base64(out_t *o, const uint8_t *p, Py_ssize_t n)
 {
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (BASE64_PAIRS[0] == 0)
+        for (int v = 0; v < 4096; v++) {
+            BASE64_PAIRS[2 * v] = BASE64[v >> 6];
+            BASE64_PAIRS[2 * v + 1] = BASE64[v & 63];
+        }
     if (reserve(o, (n + 2) / 3 * 4) < 0)
         return -1;
     char *w = o->buf + o->len;
     Py_ssize_t i = 0;
     for (; i + 3 <= n; i += 3) {
         uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8) | p[i + 2];
-        *w++ = abc[v >> 18];
-        *w++ = abc[(v >> 12) & 63];
-        *w++ = abc[(v >> 6) & 63];
-        *w++ = abc[v & 63];
+        memcpy(w, BASE64_PAIRS + 2 * (v >> 12), 2);
+        memcpy(w + 2, BASE64_PAIRS + 2 * (v & 4095), 2);
+        w += 4;
     }
     if (i < n) {
         uint32_t v = (uint32_t)p[i] << 16;
         if (i + 1 < n)
             v |= (uint32_t)p[i + 1] << 8;
-        *w++ = abc[v >> 18];
-        *w++ = abc[(v >> 12) & 63];
-        *w++ = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+        *w++ = BASE64[v >> 18];
+        *w++ = BASE64[(v >> 12) & 63];
+        *w++ = i + 1 < n ? BASE64[(v >> 6) & 63] : '=';
         *w++ = '=';
     }
     o->len = w - o->buf;
@@ -217,7 +256,7 @@ static int put_csv_field(out_t *o, const char *p, Py_ssize_t n)
     for (Py_ssize_t i = 0; i < n && !quote; i++)
         quote = p[i] == ',' || p[i] == '"' || p[i] == '\n';
     if (!quote)
-        return put(o, p, n);
+        return put_in(o, p, n);
     if (reserve(o, 2 * n + 2) < 0)
         return -1;
     char *w = o->buf + o->len;
@@ -239,11 +278,12 @@ typedef struct {
 
 /* `"name":...` of a key, value or header value in JSON; ", " before "name_encoding" when
  * `spaced` (json.dumps' default separators, the CSV headers column). */
-static int put_json_field(out_t *o, const char *name, span_t s, int spaced)
+static inline __attribute__((always_inline)) int put_json_field(out_t *o, const char *name,
+                                                               span_t s, int spaced)
 {
     const char *colon = spaced ? "\": " : "\":";
-    if (PUT_LIT(o, "\"") < 0 || put(o, name, (Py_ssize_t)strlen(name)) < 0 ||
-        put(o, colon, (Py_ssize_t)strlen(colon)) < 0)
+    if (PUT_LIT(o, "\"") < 0 || put_in(o, name, (Py_ssize_t)strlen(name)) < 0 ||
+        put_in(o, colon, (Py_ssize_t)strlen(colon)) < 0)
         return -1;
     if (s.p == NULL)
         return PUT_LIT(o, "null");
@@ -253,8 +293,8 @@ static int put_json_field(out_t *o, const char *name, span_t s, int spaced)
     if (kind == FIELD_TEXT)
         return put_json_text(o, s.p, s.n) < 0 ? -1 : PUT_LIT(o, "\"");
     if (put_base64(o, s.p, s.n) < 0 || PUT_LIT(o, "\"") < 0 ||
-        put(o, spaced ? ", \"" : ",\"", spaced ? 3 : 2) < 0 ||
-        put(o, name, (Py_ssize_t)strlen(name)) < 0)
+        put_in(o, spaced ? ", \"" : ",\"", spaced ? 3 : 2) < 0 ||
+        put_in(o, name, (Py_ssize_t)strlen(name)) < 0)
         return -1;
     return spaced ? PUT_LIT(o, "_encoding\": \"base64\"") : PUT_LIT(o, "_encoding\":\"base64\"");
 }
@@ -320,7 +360,7 @@ static int read_span(cursor_t *c, span_t *s)
     return 0;
 }
 
-#define PUT_TEXT(o, t) put((o), (t).p, (t).n)
+#define PUT_TEXT(o, t) put_in((o), (t).p, (t).n)
 
 /* ISO-8601 UTC with milliseconds, as kafkatx.analysis.timefmt.iso_ms writes a timestamp in
  * [0, ISO_BELOW): civil-from-days (proleptic Gregorian) of the day count. */
@@ -377,12 +417,12 @@ static int format_record(cursor_t *c, out_t *o, out_t *scratch, const templates_
     if (emit && mode == MODE_TABLE) {
         if (timestamp < 0 || timestamp >= ISO_BELOW)
             return 1;
-        if (PUT_TEXT(o, t->prefix) < 0 || put_ll(o, offset) < 0 ||
+        if (PUT_TEXT(o, t->prefix) < 0 || put_ll_in(o, offset) < 0 ||
             PUT_TEXT(o, t->mid_timestamp) < 0 || put_iso_ms(o, timestamp) < 0)
             return -1;
     } else if (emit) {
-        if (PUT_TEXT(o, t->prefix) < 0 || put_ll(o, offset) < 0 ||
-            PUT_TEXT(o, t->mid_timestamp) < 0 || put_ll(o, timestamp) < 0 ||
+        if (PUT_TEXT(o, t->prefix) < 0 || put_ll_in(o, offset) < 0 ||
+            PUT_TEXT(o, t->mid_timestamp) < 0 || put_ll_in(o, timestamp) < 0 ||
             PUT_TEXT(o, t->mid_key) < 0)
             return -1;
         int r;
