@@ -100,8 +100,10 @@ static inline __attribute__((always_inline)) int put_ll_in(out_t *o, long long v
         return -1;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     int digits = 1;
-    for (unsigned long long rest = u; rest >= 10; rest /= 10)
-        digits++;
+    unsigned long long rest = u;
+    for (; rest >= 10000; rest /= 10000)
+        digits += 4;
+    digits += (rest >= 10) + (rest >= 100) + (rest >= 1000);
     char *w = o->buf + o->len + (v < 0) + digits;
     o->len += (v < 0) + digits;
     while (u >= 100) {

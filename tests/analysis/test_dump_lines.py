@@ -16,6 +16,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -139,3 +140,29 @@ def test_fixture_segments_dump_as_the_python_items(monkeypatch: pytest.MonkeyPat
     fast = _written(paths, DumpFilter(), array=False, fast=True, utf8_stream=True)
     assert fast == _written(paths, DumpFilter(), array=False, fast=False)
     assert fast.count('"kind":"batch"') > 1000
+
+
+_DECIMAL_EDGES = [0, -1, 2**63 - 1, -(2**63)] + [s * (10**k + d) for k in range(19)
+                                                  for d in (-1, 0) for s in (1, -1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_DECIMAL_EDGES), st.integers(-(2**63), 2**63 - 1)),
+                min_size=3, max_size=3))
+def test_the_c_decimals_are_pythons(values: list[int]) -> None:
+    """The C writers' integers (``put_ll``: producer ids, sequences, epochs, any int64) are
+    ``str(int)``'s, at every number of digits and both ends of int64."""
+    data = build_batch([Record(offset=0, timestamp=T0, key=b"k", value=None, headers=())])
+    from kafkatx.formats.segment_scan import scan_segment
+
+    scan = scan_segment(data)
+    rows = dump_lines.kept_rows(scan.headers, DumpFilter())
+    cols = np.ascontiguousarray(dump_lines.batch_columns(scan, rows))
+    fields = dict(zip(("producer_id", "base_sequence", "last_sequence"), values, strict=True))
+    for name, value in fields.items():
+        cols[dump_lines.COLUMNS.index(name)] = value
+    text, _ = dump_lines._format(data, cols, len(rows), b'{"base_offset":', b"\n",
+                                 -(2**63), 2**63 - 1, 0, len(rows), 1 << 20)
+    item = text.decode()
+    for name, value in fields.items():
+        assert f'"{name}":{value},' in item
