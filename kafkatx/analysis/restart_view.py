@@ -8,7 +8,7 @@ exactly these files has once it has loaded them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -89,17 +89,19 @@ def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
 
 def load_after_restart(pdir: PartitionDir, *, now_ms: int | None = None,
                        scan: Callable[[Path], SegmentScan] | None = None,
+                       chunks: Callable[[Path, int], Iterator[SegmentScan]] | None = None,
                        max_transaction_timeout_ms: int = 900_000,
                        columnar: bool = True) -> LoadOutcome:
-    """``LogManager#loadLog`` of ``pdir``, modelled; the evidence is only read. ``columnar``
-    False replays batch by batch (as ``kafkatx serve`` does)."""
+    """``LogManager#loadLog`` of ``pdir``, modelled; the evidence is only read. A segment is
+    walked in the chunks ``chunks`` gives (a ``.log`` path, a position), else whole (its
+    ``scan``). ``columnar`` False replays batch by batch (as ``kafkatx serve`` does)."""
     cp = load_checkpoints(pdir)
     inputs = LoadInputs(had_clean_shutdown=cp.had_clean_shutdown,
                         recovery_point=cp.recovery_point, log_start_offset=cp.log_start_offset,
                         now_ms=now_ms, notes=cp.notes)
     name = PartitionName(topic=pdir.topic, partition=pdir.partition, state=pdir.state,
                          path=str(pdir.path))
-    return load_partition(name, EvidenceFiles(pdir, scan), inputs,
+    return load_partition(name, EvidenceFiles(pdir, scan, chunks), inputs,
                           max_transaction_timeout_ms=max_transaction_timeout_ms,
                           replay_segment=columnar_replay if columnar else replay)
 
@@ -127,9 +129,10 @@ def _key(e: AbortedTxnEntry) -> tuple[int, int]:
 
 def predict_restart(pdir: PartitionDir, replay: ReplayResult, *, high_watermark: int | None,
                     found_aborts: list[AbortedTxnEntry], now_ms: int | None = None,
-                    scan: Callable[[Path], SegmentScan] | None = None) -> RestartPrediction:
+                    chunks: Callable[[Path, int], Iterator[SegmentScan]] | None = None
+                    ) -> RestartPrediction:
     """The restart view of ``pdir`` and how it differs from ``replay`` (the view as found)."""
-    outcome = load_after_restart(pdir, now_ms=now_ms, scan=scan)
+    outcome = load_after_restart(pdir, now_ms=now_ms, chunks=chunks)
     out = RestartPrediction(outcome=outcome)
     if outcome.failure is not None:
         return out

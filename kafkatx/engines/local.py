@@ -303,7 +303,7 @@ def analyze_partition(
                                      high_watermark=(None if high_watermark_at_log_end
                                                      else high_watermark),
                                      found_aborts=found_aborts, now_ms=options.now_ms,
-                                     scan=scan)
+                                     chunks=chunks_of)
         marker_records = {t.marker_offset: t.records for t in replay.transactions
                           if t.marker_offset is not None}
         findings.extend(restart_findings(

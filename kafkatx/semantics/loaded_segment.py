@@ -10,7 +10,7 @@ only, no CRC), ``recover``'s valid bytes (the batches up to the first partial or
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +28,7 @@ from kafkatx.formats.batch_layout import (
     MAGIC_OFFSET,
     MAGIC_V2,
 )
+from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
@@ -45,12 +46,16 @@ FILE_KINDS = (".log", *INDEX_SUFFIXES, ".snapshot")
 
 
 class PartitionFiles(Protocol):
-    """The regular files of one partition directory, read-only, by name."""
+    """The regular files of one partition directory, read-only, by name: ``read`` its bytes
+    from ``start`` on, ``scan`` a segment's batches whole, ``chunks`` them in consecutive
+    chunks (:func:`~kafkatx.formats.segment_scan.scan_segment_chunks`) from the batch boundary
+    ``start`` on."""
 
     def names(self) -> Iterable[str]: ...
     def size(self, name: str) -> int: ...
-    def read(self, name: str) -> bytes: ...
+    def read(self, name: str, start: int = 0) -> bytes: ...
     def scan(self, name: str) -> SegmentScan: ...
+    def chunks(self, name: str, start: int = 0) -> Iterator[SegmentScan]: ...
     def where(self, name: str) -> str: ...
 
 
@@ -89,6 +94,7 @@ class LoadedSegment:
     recovered: bool = False
     original_size: int = -1  # the file's size before the load
     _aborted: list[AbortedTxnEntry] | None = None
+    _next_offset: int | None = None  # a recovered segment's, noted by its recovery walk
 
     def __post_init__(self) -> None:
         if self.size < 0:
@@ -106,6 +112,37 @@ class LoadedSegment:
             return scan_segment(b"", path=None)
         return self.files.scan(self.log)
 
+    def chunks(self, start: int = 0) -> Iterator[SegmentScan]:
+        """The segment's batches a chunk at a time, up to the chunk holding its valid bytes'
+        end (rows past ``size`` may follow in it)."""
+        if self.files is None or self.size <= start:
+            return
+        for chunk in self.files.chunks(self.log, start):
+            yield chunk
+            if chunk.size >= self.size:
+                return
+
+    def recover(self, replay_chunk: Callable[[SegmentScan, int], object],
+                index_interval: int) -> int:
+        """``LogSegment#recover``'s loop over the batches, a chunk of them at a time, in its
+        order per batch: ``RecordBatch#ensureValid`` (the batches up to the first partial or
+        invalid one: their end, the valid bytes, is returned), ``ensureOffsetInRange``
+        (``LogSegmentOffsetOverflowException``), the offset index's entry every
+        ``index_interval`` bytes (``InvalidOffsetException``), then ``updateProducerState``:
+        ``replay_chunk(chunk, end)`` replays the chunk's batches ending by byte ``end``. Notes
+        the next offset."""
+        walk = _RecoveryWalk(self, index_interval)
+        for chunk in self.chunks():
+            end, error = walk.feed(chunk)
+            if end is not None:
+                replay_chunk(chunk, end)
+            if error is not None:
+                raise error
+            if walk.done:
+                break
+        self._next_offset = walk.next_offset
+        return walk.valid
+
     def rows(self) -> np.ndarray:
         return self.scan().headers.next_position <= self.size
 
@@ -121,21 +158,15 @@ class LoadedSegment:
                 self._aborted = list(read.entries)
         return self._aborted
 
-    def _bytes(self) -> bytes:
-        if self.files is None:
-            return b""
-        return self.files.read(self.log)[:self.size]
-
     def next_offset(self) -> int:
         """``LogSegment#readNextOffset``: the next offset after the last whole batch, read from
         the offset index's last entry on (``FileLogInputStream``: sizes only, no CRC)."""
         if self.recovered:
-            h = self.scan().headers
-            valid = np.flatnonzero(self.rows())
-            return int(h.last_offset[valid[-1]]) + 1 if len(valid) else self.base_offset
-        data = self._bytes()
+            return self.base_offset if self._next_offset is None else self._next_offset
+        start = min(self._last_index_position(), self.size)
+        data = b"" if self.files is None else self.files.read(self.log, start)[:self.size - start]
         last = None
-        for position, _size in _walk(data, self._last_index_position(), self._where()):
+        for position, _size in _walk(data, 0, self._where(), start):
             last = position
         return self.base_offset if last is None else _next_offset_at(data, last)
 
@@ -149,55 +180,96 @@ class LoadedSegment:
                                  path=self.files.where(self.index))
         return read.entries[-1].position if read.entries else 0
 
-    def check_offsets(self, valid: int, index_interval: int) -> None:
-        """What ``LogSegment#recover`` throws on its way through the valid batches:
-        ``LogSegmentOffsetOverflowException`` (an offset too far from the base for the
-        indexes) and ``InvalidOffsetException`` (an index entry not above the previous one,
-        at every ``index.interval.bytes``)."""
-        h = self.scan().headers
-        rows = np.flatnonzero(h.next_position <= valid)
-        relative = h.last_offset[rows] - self.base_offset
-        out_of_range = (relative < 0) | (relative > INT32_MAX)
-        if out_of_range.any():
-            last = int(h.last_offset[rows[out_of_range.argmax()]])
-            raise LoadFailure(f"{self._where()}: offset {last} cannot be relative to the base "
-                              f"offset {self.base_offset} (LogSegmentOffsetOverflowException)")
-        if len(rows) < 2 or bool((np.diff(h.last_offset[rows]) > 0).all()):
-            return  # offsets only grow: no index entry can fail to
-        last_entry_offset: int | None = None
-        last_entry_at = 0
-        for j in rows.tolist():
-            last = int(h.last_offset[j])
-            position = int(h.position[j])
-            if position - last_entry_at > index_interval:
-                if last_entry_offset is not None and last <= last_entry_offset:
-                    raise InvalidOffset(f"{self._where()}: offset {last} is not above the previous "
-                                        f"index entry's {last_entry_offset}")
-                last_entry_offset, last_entry_at = last, position
-
-    def valid_bytes(self) -> int:
-        """``LogSegment#recover``'s valid bytes: up to the first batch that is partial, cannot
-        be read (``FileLogInputStream``) or does not check (``RecordBatch#ensureValid``: CRC,
-        size)."""
-        scan = self.scan()
-        h = scan.headers
-        stop = self.file_size
-        for problem in scan.problems:  # the scanner stops where FileLogInputStream cannot go on
-            if problem.position is not None:
-                stop = min(stop, problem.position)
-        # whole batches one after the other from byte 0, each checking, up to the first stop
-        inside = h.next_position <= stop
-        chained = np.concatenate(([True], h.position[1:] == h.next_position[:-1])) \
-            if len(h) else np.zeros(0, dtype=bool)
-        good = inside & h.crc_valid & chained & ((h.magic < 2) | (h.size >= 61))
-        if not len(h) or h.position[0] != 0:
-            return 0
-        first_bad = int(np.argmin(good)) if not good.all() else len(h)
-        return int(h.next_position[first_bad - 1]) if first_bad else 0
-
 
 class InvalidOffset(Exception):
     """``InvalidOffsetException`` while a segment's indexes are rebuilt."""
+
+
+class _RecoveryWalk:
+    """What :meth:`LoadedSegment.recover` carries from one chunk to the next: where the
+    valid batches end, the smallest position the scanner stopped at, and the offset index
+    being rebuilt (its last entry; tracked only once the offsets stop growing: while they
+    grow no entry can fail, and the entries before are then found by walking again)."""
+
+    def __init__(self, seg: LoadedSegment, index_interval: int) -> None:
+        self.seg = seg
+        self.interval = index_interval
+        self.where = seg._where()
+        self.stop = seg.file_size
+        self.valid = 0
+        self.done = False
+        self.next_offset: int | None = None
+        self.prev_last: int | None = None  # the last valid batch's last offset
+        self.growing = True
+        self.entry_offset: int | None = None
+        self.entry_at = 0
+
+    def feed(self, chunk: SegmentScan) -> tuple[int | None, Exception | None]:
+        """(where the chunk's batches to replay end: None for none, the error that stops the
+        recovery after them)."""
+        h = chunk.headers
+        for problem in chunk.problems:  # the scanner stops where FileLogInputStream cannot go
+            if problem.position is not None:
+                self.stop = min(self.stop, problem.position)
+        if not len(h):
+            return None, None
+        chained = h.position == np.concatenate(([self.valid], h.next_position[:-1]))
+        good = (h.next_position <= self.stop) & h.crc_valid & chained & (
+            (h.magic < 2) | (h.size >= 61))
+        k = len(h) if good.all() else int(np.argmin(good))
+        self.done = k < len(h)
+        if not k:
+            return None, None
+        last = h.last_offset[:k]
+        relative = last - self.seg.base_offset
+        out_of_range = (relative < 0) | (relative > INT32_MAX)
+        error: Exception | None = None
+        r = k
+        if out_of_range.any():
+            r = int(out_of_range.argmax())
+            error = LoadFailure(f"{self.where}: offset {int(last[r])} cannot be relative to the "
+                                f"base offset {self.seg.base_offset} "
+                                "(LogSegmentOffsetOverflowException)")
+        failed = self._index(h, r)
+        if failed is not None:
+            r, error = failed
+        if error is None:
+            self.valid = int(h.next_position[k - 1])
+            self.next_offset = int(last[-1]) + 1
+            self.prev_last = int(last[-1])
+            return self.valid, None
+        self.done = True
+        return (int(h.position[r]) if r else None), error
+
+    def _index(self, h: HeaderColumns, rows: int) -> tuple[int, InvalidOffset] | None:
+        """The offset index's entries for the chunk's first ``rows`` batches: the first that is
+        not above the previous entry (its row and the error), else None."""
+        if not rows:
+            return None
+        last = h.last_offset[:rows]
+        if self.growing:
+            if (self.prev_last is None or int(last[0]) > self.prev_last) and bool(
+                    (np.diff(last) > 0).all()):
+                return None
+            self.growing = False
+            start = int(h.position[0])
+            for chunk in self.seg.chunks():  # the entries before: from the growing batches
+                before = chunk.headers
+                n = int(np.searchsorted(before.position, start))
+                self._entries(before.position[:n].tolist(), before.last_offset[:n].tolist())
+                if n < len(before):
+                    break
+        return self._entries(h.position[:rows].tolist(), last.tolist())
+
+    def _entries(self, positions: list[int], lasts: list[int]
+                 ) -> tuple[int, InvalidOffset] | None:
+        for j, (position, last) in enumerate(zip(positions, lasts, strict=True)):
+            if position - self.entry_at > self.interval:
+                if self.entry_offset is not None and last <= self.entry_offset:
+                    return j, InvalidOffset(f"{self.where}: offset {last} is not above the "
+                                            f"previous index entry's {self.entry_offset}")
+                self.entry_offset, self.entry_at = last, position
+        return None
 
 
 INT32_MAX = 2**31 - 1
@@ -205,16 +277,17 @@ INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes, Kafka's default
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0
 
 
-def _walk(data: bytes, start: int, where: str) -> Iterator[tuple[int, int]]:
+def _walk(data: bytes, start: int, where: str, at: int = 0) -> Iterator[tuple[int, int]]:
     """``FileLogInputStream#nextBatch`` from ``start``: (position, size field) of each whole
-    batch; a size field below 14 throws ``CorruptRecordException`` (``LoadFailure`` here)."""
+    batch; a size field below 14 throws ``CorruptRecordException`` (``LoadFailure`` here).
+    ``data`` is the file from byte ``at`` on (positions are in ``data``)."""
     end = len(data)
     position = start
     while position < end - HEADER_SIZE_UP_TO_MAGIC:
         size = LENGTH_FIELD.unpack_from(data, position + LENGTH_OFFSET)[0]
         if size < MIN_RECORD_OVERHEAD:
-            raise LoadFailure(f"{where}:{position}: record size {size} smaller than the minimum "
-                              "record overhead (14): CorruptRecordException")
+            raise LoadFailure(f"{where}:{at + position}: record size {size} smaller than the "
+                              "minimum record overhead (14): CorruptRecordException")
         if position > end - LOG_OVERHEAD - size:
             return
         yield position, size

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkatx.formats.producer_snapshot import snapshot_file_name
+from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.formats.txn_index import sanity_check as txn_index_sanity
 from kafkatx.semantics.loaded_segment import (
@@ -162,10 +163,11 @@ class LoadOutcome:
         bases = [s.base_offset for s in self.segments]
         first = max(bisect.bisect_right(bases, offset) - 1, 0)
         for seg in self.segments[first:]:
-            h = seg.scan().headers
-            rows = np.flatnonzero((h.next_position <= seg.size) & (h.last_offset >= offset))
-            if len(rows):
-                return int(h.base_offset[rows[0]])
+            for chunk in seg.chunks():
+                h = chunk.headers
+                rows = np.flatnonzero((h.next_position <= seg.size) & (h.last_offset >= offset))
+                if len(rows):
+                    return int(h.base_offset[rows[0]])
         return self.log_end_offset
 
     def txn_indexes(self) -> list[tuple[int, list[AbortedTxnEntry]]]:
@@ -420,12 +422,15 @@ class _Loader:
         step = "LogSegment#recover"
         if self.progress is not None:
             self.progress()
-        valid = seg.valid_bytes()
-        seg.check_offsets(valid, INDEX_INTERVAL_BYTES)
         aborted: list[AbortedTxnEntry] = []
-        self.out.replayed_batches += self.replay_segment(
-            state, seg.scan(), seg.base_offset, None, aborted, end=valid,
-            advance_high_watermark=False)
+        replayed: list[int] = []
+
+        def replay_chunk(chunk: SegmentScan, end: int) -> None:
+            replayed.append(self.replay_segment(state, chunk, seg.base_offset, None, aborted,
+                                                end=end, advance_high_watermark=False))
+
+        valid = seg.recover(replay_chunk, INDEX_INTERVAL_BYTES)
+        self.out.replayed_batches += sum(replayed)
         truncated = seg.file_size - valid
         if truncated > 0:
             self.act("truncated", seg.name, step, f"to {valid} of {seg.file_size} bytes (the "

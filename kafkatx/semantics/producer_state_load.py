@@ -16,7 +16,7 @@ recovered is what the next one loads). ``kafkatx serve`` carries out the same wr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -308,18 +308,19 @@ def replay(psm: ProducerStateManager, scan: SegmentScan, start: int, upto: int |
 
 
 class SegmentView(Protocol):
-    """What the rebuild reads of a segment: its base offset, its valid bytes and their scan."""
+    """What the rebuild reads of a segment: its base offset, its valid bytes and their
+    batches, a chunk at a time (in file order, up to the chunk holding the valid bytes' end)."""
 
     @property
     def base_offset(self) -> int: ...
     @property
     def size(self) -> int: ...
-    def scan(self) -> SegmentScan: ...
+    def chunks(self) -> Iterator[SegmentScan]: ...
 
 
 def first_position_at(scan: SegmentScan, offset: int, size: int) -> int | None:
     """``LogSegment#translateOffset``: the position of the first batch ending at or after
-    ``offset`` (None: none in the segment's valid bytes)."""
+    ``offset`` (None: none in the segment's valid bytes; of a chunk: none in it)."""
     h = scan.headers
     rows = (h.last_offset >= offset) & (h.next_position <= size)
     if not rows.any():
@@ -360,16 +361,16 @@ def rebuild_producer_state(psm: LoadingProducerState, segments: Sequence[Segment
             state.update_map_end_offset(start)
             if seg.base_offset in to_snapshot:
                 psm.take_snapshot(step)
-            scan = seg.scan()
-            max_position = seg.size
-            if i == floor_of_last:
-                at = first_position_at(scan, last_offset, seg.size)
-                max_position = seg.size if at is None else at
-            if first_position_at(scan, start, seg.size) is None:
-                continue
-            replayed += (replay_segment or replay)(state, scan, start, None, None,
-                                                   end=max_position,
-                                                   advance_high_watermark=False)
+            # LogSegment#translateOffset(last_offset) in the segment holding it bounds the
+            # replay: the chunks up to the first batch ending at or after it
+            for chunk in seg.chunks():
+                at = (first_position_at(chunk, last_offset, seg.size)
+                      if i == floor_of_last else None)
+                replayed += (replay_segment or replay)(state, chunk, start, None, None,
+                                                       end=seg.size if at is None else at,
+                                                       advance_high_watermark=False)
+                if at is not None:
+                    break
     state.update_map_end_offset(last_offset)
     psm.take_snapshot(step)
     return replayed

@@ -11,7 +11,7 @@ line gets 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,11 +38,20 @@ class LastScan:
         return self._last[1]
 
 
-class EvidenceFiles:
-    """The regular files of ``pdir`` by name (``PartitionFiles`` of the load model)."""
+def whole_scan(scan: SegmentScan, start: int = 0) -> Iterator[SegmentScan]:
+    """``PartitionFiles.chunks`` of a segment scanned whole: its scan as one chunk (a chunk
+    walk from ``start`` leaves out the batches before it by their offsets)."""
+    del start
+    yield scan
 
-    def __init__(self, pdir: PartitionDir, scan: Callable[[Path], SegmentScan] | None = None
-                 ) -> None:
+
+class EvidenceFiles:
+    """The regular files of ``pdir`` by name (``PartitionFiles`` of the load model). A
+    segment's chunks come from ``chunks`` (a ``.log`` path and a position: the local engine's
+    walk), else each is the segment's whole scan."""
+
+    def __init__(self, pdir: PartitionDir, scan: Callable[[Path], SegmentScan] | None = None,
+                 chunks: Callable[[Path, int], Iterator[SegmentScan]] | None = None) -> None:
         self.paths: dict[str, Path] = {}
         self.sizes: dict[str, int] = {}
         for seg in (*pdir.segments, *pdir.other_segments):
@@ -53,6 +62,7 @@ class EvidenceFiles:
         for _, path in (*pdir.snapshots, *pdir.other_snapshots):
             self.paths[path.name] = path
         self._scans = LastScan(scan or scan_segment_file)
+        self._chunks = chunks
 
     def names(self) -> Iterable[str]:
         return list(self.paths)
@@ -62,12 +72,17 @@ class EvidenceFiles:
             self.sizes[name] = len(self.read(name))
         return self.sizes[name]
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str, start: int = 0) -> bytes:
         with open_bytes(self.paths[name]) as data:
-            return bytes(data)
+            return bytes(data[start:])
 
     def scan(self, name: str) -> SegmentScan:
         return self._scans.get(name, self.paths[name])
+
+    def chunks(self, name: str, start: int = 0) -> Iterator[SegmentScan]:
+        if self._chunks is not None:
+            return self._chunks(self.paths[name], start)
+        return whole_scan(self.scan(name), start)
 
     def where(self, name: str) -> str:
         path = self.paths.get(name)

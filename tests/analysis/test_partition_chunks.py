@@ -13,6 +13,7 @@ import pytest
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.findings import Finding
+from kafkatx.analysis.restart_view import load_after_restart
 from kafkatx.analysis.view_names import AFTER_RESTART
 from kafkatx.engines.local import AnalysisOptions, analyze_partition, start_inspection
 from kafkatx.engines.segment_chunks import ChunksOf, file_chunks
@@ -154,3 +155,77 @@ def test_offsets_going_back_and_damage(tmp_path: Path) -> None:
     _regressing_segment(tmp_path / "t-0")
     for options in OPTIONS.values():
         assert _same_in_chunks([tmp_path / "t-0"], options)
+
+
+def _restart_view(pdir: PartitionDir, chunks: ChunksOf) -> object:
+    """What the model of Kafka's log load leaves: its report, file changes, producers, open
+    and unreplicated transactions, snapshots, next offsets and the offsets it keeps for a
+    first unstable offset (``offset_metadata``)."""
+    out = load_after_restart(pdir, now_ms=NOW_MS, chunks=chunks)
+    state = out.state
+    ends = range(out.log_start_offset, out.log_end_offset + 1,
+                 max(1, (out.log_end_offset - out.log_start_offset) // 7))
+    return (out.to_dict(), out.file_changes(), out.aborted, out.replayed_batches,
+            state.snapshot_entries(), repr(state.ongoing_txns.values_by_key),
+            repr(state.unreplicated_txns.values_by_key), state.last_map_offset,
+            {o: repr(s.entries) for o, s in out.snapshots.files.items()},
+            [(s.base_offset, s.size, s.next_offset()) for s in out.segments],
+            [out.offset_metadata(o) for o in ends] if out.failure is None else None)
+
+
+def _restart_same_in_chunks(paths: list[Path], windows: tuple[int, ...] = (1, 300)) -> bool:
+    """The load model on every partition of ``paths`` walked in chunks of ``windows`` equals
+    it walked whole; True when some segment was walked in several chunks."""
+    _, _, work, _ = start_inspection(paths, options=OPTIONS["inspect"])
+    pdirs = [w[0] for w in work]
+    whole, whole_walked = _counting(None)
+    expected = [_restart_view(pdir, whole) for pdir in pdirs]
+    several = False
+    for window in windows:
+        chunks, walked = _counting(window)
+        assert [_restart_view(pdir, chunks) for pdir in pdirs] == expected, window
+        several |= len(walked) > len(whole_walked)
+    return several
+
+
+@pytest.mark.parametrize("name", ["corrupt", "logdir", "served-compacted", *sorted(
+    n for n in LOG_DIR_PATHS if n.startswith("restart-"))])
+def test_restart_view_same_in_chunks(name: str) -> None:
+    """The restart view (``inspect``'s prediction, ``--after-restart``) walks a segment in
+    chunks: recovery (valid bytes, offset checks, replay), the rebuild from a snapshot, the
+    next offsets and ``offset_metadata`` give what the whole segment gives."""
+    _restart_same_in_chunks(LOG_DIR_PATHS[name], windows=(1,))
+
+
+def _index_entry_going_back(d: Path, back_to: int) -> None:
+    """A segment of ~1 KB batches (offset index entries every 4 KiB on recovery) whose offsets
+    grow for several chunks, then go back to ``back_to``; then a second segment."""
+    d.mkdir(parents=True)
+    out = bytearray()
+    # recovery's index entries fall on the 5th, 9th and 13th batch: the 13th goes back
+    for n, offset in enumerate([*range(12), back_to, back_to + 1, 14]):
+        out += build_batch([Record(offset=offset, timestamp=T0 + n, key=b"k",
+                                   value=b"v" * 1000)],
+                           base_offset=offset, producer_id=7, producer_epoch=0,
+                           base_sequence=n, is_transactional=True)
+    out += build_control_batch(base_offset=15, producer_id=7, producer_epoch=0,
+                               control_type=ControlType.ABORT, timestamp=T0 + 20)
+    (d / segment_name(0, ".log")).write_bytes(bytes(out))
+    (d / segment_name(0, ".index")).write_bytes(b"")
+    (d / segment_name(16, ".log")).write_bytes(bytes(build_batch(
+        [Record(offset=16, timestamp=T0 + 30, key=b"k", value=b"w")], base_offset=16)))
+    (d / segment_name(16, ".index")).write_bytes(b"")
+
+
+@pytest.mark.parametrize(("back_to", "fails"), [(2, True), (9, False)])
+def test_restart_recovery_offsets_going_back_in_chunks(tmp_path: Path, back_to: int,
+                                                       fails: bool) -> None:
+    """Recovery's offset index (an entry every 4 KiB, InvalidOffsetException when one is not
+    above the last) across chunks: offsets going back below the last entry empty the segment
+    (and drop the next), going back above it keep it; the entries before the regression are
+    found by walking the segment again."""
+    _index_entry_going_back(tmp_path / "t-0", back_to)
+    assert _restart_same_in_chunks([tmp_path / "t-0"], windows=(300,))  # a batch a chunk
+    (pdir,) = [w[0] for w in start_inspection([tmp_path / "t-0"], options=OPTIONS["inspect"])[2]]
+    steps = " ".join(load_after_restart(pdir, now_ms=NOW_MS, chunks=file_chunks(300)).steps)
+    assert ("is not above the previous index entry's" in steps) is fails

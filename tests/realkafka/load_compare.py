@@ -80,15 +80,20 @@ def kafka_view(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+CHUNK_BYTES_HERE = 300  # a few of the oracle's batches a chunk
+
+
 def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
                  high_watermark: int | None) -> dict[str, Any]:
     """The same fields from kafkatx's model of the load of ``log_dir``'s partition."""
     from kafkatx.analysis.consumer_view import prepare, replay_records
     from kafkatx.analysis.restart_view import load_after_restart
+    from kafkatx.engines.segment_chunks import file_chunks
 
     pdir = next(p for p in discover([log_dir]).all_partitions() if p.name == partition_name)
-    out = load_after_restart(pdir, now_ms=now_ms)
-    # kafkatx serve replays batch by batch: the same load, the same answer
+    # inspect walks a segment in chunks (here of a few batches each), kafkatx serve whole and
+    # replays batch by batch: the same load, the same answer
+    out = load_after_restart(pdir, now_ms=now_ms, chunks=file_chunks(CHUNK_BYTES_HERE))
     exact = load_after_restart(pdir, now_ms=now_ms, columnar=False)
     if (out.failure is None) != (exact.failure is None):
         return {"failure": "columnar and batch-by-batch replays disagree on failing: "
@@ -102,7 +107,8 @@ def kafkatx_view(log_dir: Path, partition_name: str, now_ms: int,
             ("unreplicated", list(out.state.unreplicated_txns.items()),
              list(exact.state.unreplicated_txns.items())),
             ("aborted", out.aborted, exact.aborted),
-            ("files", out.file_changes(), exact.file_changes())):
+            ("files", out.file_changes(), exact.file_changes()),
+            ("load", out.to_dict(), exact.to_dict())):
         if ours != theirs:
             return {"failure": f"columnar and batch-by-batch replays disagree on {name}: "
                                f"{ours} / {theirs}"}

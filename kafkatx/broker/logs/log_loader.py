@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, l
 from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.semantics.producer_state_load import replay
 from kafkatx.storage.layout import parse_topic_partition_name
-from kafkatx.storage.partition_files import LastScan
+from kafkatx.storage.partition_files import LastScan, whole_scan
 from kafkatx.storage.segment_writer import SegmentIndexes
 
 __all__ = ["LoadInterrupted", "LoadProgress", "LoadedLog", "LogLoadError", "LogLoader",
@@ -110,11 +110,17 @@ class _OwnFiles:
     def size(self, name: str) -> int:
         return self._path(name).stat().st_size
 
-    def read(self, name: str) -> bytes:
-        return self._path(name).read_bytes()
+    def read(self, name: str, start: int = 0) -> bytes:
+        with self._path(name).open("rb") as f:
+            f.seek(start)
+            return f.read()
 
     def scan(self, name: str) -> SegmentScan:
         return self._scans.get(name, self._path(name))
+
+    def chunks(self, name: str, start: int = 0) -> Iterator[SegmentScan]:
+        # serve opens each segment on its whole scan after the load: one chunk, kept
+        return whole_scan(self.scan(name), start)
 
     def where(self, name: str) -> str:
         return str(self.dir / name)
