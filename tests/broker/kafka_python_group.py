@@ -5,8 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+# How long the join and the commit may take. Each late heartbeat restarts the join; on a 2-core
+# machine at load average ~10 (the whole suite beside other work) one join took over 20 s.
+JOIN_DEADLINE_S = 60.0
 
-def commit_when_assigned(consumer: Any, offsets: dict[Any, Any], deadline_s: float) -> None:
+
+def commit_when_assigned(consumer: Any, offsets: dict[Any, Any],
+                         deadline_s: float = JOIN_DEADLINE_S) -> None:
     """Poll until the consumer is assigned, then commit ``offsets``. A heartbeat a loaded
     machine sends late makes the coordinator rebalance (``GroupCoordinator`` expires the
     member); kafka-python then refuses the commit with RebalanceInProgressError and asks to

@@ -91,7 +91,7 @@ def test_kafka_python_delete_group_offsets(serve: Serve) -> None:
                                    group_id="billing", auto_offset_reset="earliest",
                                    enable_auto_commit=False)
     commit_when_assigned(consumer, {orders: kafka.OffsetAndMetadata(3, "", -1),
-                                    audit: kafka.OffsetAndMetadata(4, "", -1)}, DEADLINE_S)
+                                    audit: kafka.OffsetAndMetadata(4, "", -1)})
     result = admin.delete_group_offsets("billing", [orders, audit])
     assert result == {orders: GroupSubscribedToTopicError, audit: NoError}
     assert admin.list_group_offsets("billing") == {

@@ -523,7 +523,7 @@ def test_kafka_python_admin_transactions_groups_and_hanging_abort(serve: Serve) 
     admin = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
     tp = kafka.TopicPartition("adm", 0)
     try:
-        commit_when_assigned(consumer, {tp: kafka.OffsetAndMetadata(1, "note", -1)}, DEADLINE_S)
+        commit_when_assigned(consumer, {tp: kafka.OffsetAndMetadata(1, "note", -1)})
         ((listing,),) = admin.list_transactions().values()
         assert (listing.transactional_id, listing.state.value) == ("kp-adm", "Ongoing")
         described = admin.describe_transactions(["kp-adm"])["kp-adm"]
