@@ -14,15 +14,19 @@ that takes its other packages from this interpreter's site-packages (without run
 ``.pth`` files, so without the editable install's finder); both are then measured in the same
 run, the editable install's figures first. ``--kafkatx-root`` runs another checkout's package
 instead (``PYTHONPATH``; its C extension built in place) for a before/after in one window.
+``--instructions`` also counts each command's instructions once under valgrind's callgrind
+(~20 s a command): a figure the other processes on a shared machine do not change.
 
     .venv/bin/python benchmarks/startup.py [--repeat 15] [--python /other/venv/bin/python]
     .venv/bin/python benchmarks/startup.py --regular-install [--kafkatx-root ../before]
+    .venv/bin/python benchmarks/startup.py --repeat 5 --instructions
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import site
@@ -47,6 +51,20 @@ def best_of(argv: list[str], repeat: int, env: dict[str, str], cwd: str) -> tupl
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return min(walls), min(cpus)
+
+
+def instructions(argv: list[str], env: dict[str, str], cwd: str) -> int:
+    """Instructions the process executes, counted by valgrind's callgrind: unlike seconds, the
+    same on a loaded machine (string hashing fixed, ``PYTHONHASHSEED=0``)."""
+    if argv[0] == "env":  # valgrind does not follow env's exec: set its variables here
+        while "=" in argv[1]:
+            name, value = argv[1].split("=", 1)
+            env, argv = {**env, name: value}, [argv[0], *argv[2:]]
+        argv = argv[1:]
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           *argv], env={**env, "PYTHONHASHSEED": "0"}, cwd=cwd,
+                          capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", proc.stderr).group(1))
 
 
 def regular_install(tmp: Path) -> str:
@@ -76,6 +94,8 @@ def main() -> None:
                         help="the interpreter whose kafkatx is measured (default: this one)")
     parser.add_argument("--regular-install", action="store_true",
                         help="also measure this checkout as a regular install (a scratch venv)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each command's instructions once (valgrind)")
     parser.add_argument("--kafkatx-root", type=Path,
                         help="run the kafkatx package of another checkout (PYTHONPATH; its C "
                              "extension built in place), for a before/after in one window")
@@ -92,11 +112,11 @@ def main() -> None:
         if args.kafkatx_root is not None:
             env["PYTHONPATH"] = str(args.kafkatx_root.resolve())
         for label, python in pythons.items():
-            run_all(label, python, logdir, env, tmp, args.repeat)
+            run_all(label, python, logdir, env, tmp, args.repeat, args.instructions)
 
 
 def run_all(label: str, python: str, logdir: Path, env: dict[str, str], tmp: str,
-            repeat: int) -> None:
+            repeat: int, count: bool) -> None:
     kafkatx = [python, "-m", "kafkatx"]
     runs = {
         "python -c pass": [python, "-c", "pass"],
@@ -114,10 +134,11 @@ def run_all(label: str, python: str, logdir: Path, env: dict[str, str], tmp: str
     where = subprocess.run([python, "-c", "import kafkatx; print(kafkatx.__file__)"], env=env,
                            cwd=tmp, check=True, capture_output=True, text=True).stdout.strip()
     print(f"{label}install: {python} (kafkatx from {where})")
-    print(f"{'command':28} {'wall s':>8} {'cpu s':>8}   (best of {repeat})")
+    print(f"{'command':28} {'wall s':>8} {'cpu s':>8}{' instr M':>9}   (best of {repeat})")
     for name, argv in runs.items():
         wall, cpu = best_of(argv, repeat, env, tmp)
-        print(f"{name:28} {wall:8.3f} {cpu:8.3f}")
+        count_text = f"{instructions(argv, env, tmp) / 1e6:9.0f}" if count else ""
+        print(f"{name:28} {wall:8.3f} {cpu:8.3f}{count_text}", flush=True)
 
 
 if __name__ == "__main__":
