@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.broker.kafka_python_group import commit_when_assigned
+from tests.broker.kafka_python_group import commit_when_assigned, subscribed_metadata
 from tests.broker.logdir_checks import verify_clean
 from tests.broker.serve_process import ServeProcess
 
@@ -100,8 +100,9 @@ def test_kafka_python_delete_group_offsets(serve: Serve) -> None:
     assert admin.delete_group_offsets("billing", [orders]) == {orders: NoError}
     with pytest.raises(GroupIdNotFoundError):  # its last offset gone, the Empty group is Dead
         admin.delete_group_offsets("billing", [orders])
-    again = kafka.KafkaConsumer("orders", bootstrap_servers=proc.bootstrap, group_id="billing",
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    again = subscribed_metadata(kafka.KafkaConsumer(
+        "orders", bootstrap_servers=proc.bootstrap, group_id="billing",
+        auto_offset_reset="earliest", enable_auto_commit=False))
     got: list[int] = []
     deadline = time.monotonic() + DEADLINE_S
     while len(got) < 5 and time.monotonic() < deadline:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from kafkatx.semantics.coordinator_partition import partition_for
-from tests.broker.kafka_python_group import commit_when_assigned
+from tests.broker.kafka_python_group import commit_when_assigned, subscribed_metadata
 from tests.broker.kafkatx_cli import finding_kinds, lso_rows, replay_visible, verify
 from tests.broker.logdir_checks import LogDirView, check_log_dir
 from tests.broker.serve_process import ServeProcess
@@ -117,11 +117,11 @@ def test_kafka_python_transactions_and_read_committed_group(serve: Serve) -> Non
         (producer.commit_transaction if commit else producer.abort_transaction)()
     producer.close(5)
 
-    consumer = kafka.KafkaConsumer(
+    consumer = subscribed_metadata(kafka.KafkaConsumer(
         "kp-a", "kp-b", bootstrap_servers=proc.bootstrap, group_id="kp-group",
         isolation_level="read_committed", auto_offset_reset="earliest",
         enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
-        request_timeout_ms=10_000)
+        request_timeout_ms=10_000))
     received: Received = defaultdict(list)
     deadline = time.monotonic() + DEADLINE_S
     while sum(map(len, received.values())) < len(expected) and time.monotonic() < deadline:
@@ -371,10 +371,10 @@ def test_restart_mid_run_keeps_transactions_and_group_offsets(serve: Serve) -> N
         return p
 
     def consume(count: int) -> Received:
-        consumer = kafka.KafkaConsumer(
+        consumer = subscribed_metadata(kafka.KafkaConsumer(
             "rs", bootstrap_servers=proc.bootstrap, group_id="rs-group",
             isolation_level="read_committed", auto_offset_reset="earliest",
-            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
+            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500))
         got: Received = defaultdict(list)
         deadline = time.monotonic() + DEADLINE_S
         while sum(map(len, got.values())) < count and time.monotonic() < deadline:
