@@ -134,7 +134,23 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
-class StderrLines:
+class _LazyConsole:
+    """A stream's rich console, created by ``make`` the first time something needs rich;
+    ``plain``: the stream is no terminal (rich would write no colours)."""
+
+    def __init__(self, stream: TextIO, make: Callable[[], Console]) -> None:
+        self._console: Console | None = None
+        self._make = make
+        self.plain = _plain_stream(stream)
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = self._make()
+        return self._console
+
+
+class StderrLines(_LazyConsole):
     """stderr's console for lines of plain text: where stderr is no terminal, a line printed
     with ``markup=False`` that is printable text without an emoji code is written as rich
     would write it (the text and a newline, flushed) without importing rich; anything else
@@ -142,18 +158,11 @@ class StderrLines:
     equal to rich's."""
 
     def __init__(self) -> None:
-        self._console: Console | None = None
-        self._plain = _plain_stream(sys.stderr)
-
-    @property
-    def console(self) -> Console:
-        if self._console is None:
-            self._console = stderr_console()
-        return self._console
+        super().__init__(sys.stderr, stderr_console)
 
     def print(self, *objects: Any, **options: Any) -> None:
         text = objects[0] if len(objects) == 1 else None
-        if (self._plain and self._console is None and isinstance(text, str)
+        if (self.plain and self._console is None and isinstance(text, str)
                 and options.get("markup") is False and set(options) <= {"markup", "highlight"}
                 and text.isprintable() and emoji_free(text)):
             sys.stderr.write(text + "\n")
@@ -165,7 +174,7 @@ class StderrLines:
         return getattr(self.console, name)
 
 
-class StdoutLines:
+class StdoutLines(_LazyConsole):
     """stdout's console (:func:`stdout_console`), created when something needs rich. Where
     stdout is no terminal, what a plain writer asks of it is known without rich: no colours
     (``color_system`` None), ``PIPED_WIDTH`` columns, and :meth:`heading` writes a
@@ -174,15 +183,8 @@ class StdoutLines:
     the bytes equal to rich's)."""
 
     def __init__(self) -> None:
-        self._console: Console | None = None
-        self.plain = _plain_stream(sys.stdout)
+        super().__init__(sys.stdout, stdout_console)
         self.file = sys.stdout
-
-    @property
-    def console(self) -> Console:
-        if self._console is None:
-            self._console = stdout_console()
-        return self._console
 
     @property
     def color_system(self) -> str | None:
