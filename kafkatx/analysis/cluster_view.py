@@ -13,11 +13,12 @@ difference (a snapshot that does not match the log it was taken from) is reporte
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.formats.quorum_state import QuorumState
 from kafkatx.formats.record_batch import ControlType
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.cluster_metadata import (
     CONFIG_RESOURCE_TYPES,
     METADATA_VERSION_FEATURE,

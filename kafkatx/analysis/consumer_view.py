@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from kafkatx.formats.segment_scan import (
     scan_segment_chunks,
 )
 from kafkatx.formats.txn_index import AbortedTxnEntry
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.read_committed import (
     CODE_ABORTED,
     CODE_CONTROL,

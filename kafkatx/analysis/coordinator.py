@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.analysis.findings import INFO, WARNING, Finding, location
 from kafkatx.analysis.metadata_settings import metadata_partition_count
@@ -31,6 +31,7 @@ from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import RecordBatch
 from kafkatx.formats.segment import SegmentProblem
 from kafkatx.formats.transaction_log import NO_PRODUCER_ID, TransactionLogValue, TransactionState
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics import transaction_states as rules
 from kafkatx.semantics.coordinator_partition import (
     DEFAULT_NUM_PARTITIONS,

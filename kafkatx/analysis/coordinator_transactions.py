@@ -10,7 +10,7 @@ the markers and offset commits each one is joined with.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkatx.analysis.findings import Finding
@@ -18,6 +18,7 @@ from kafkatx.analysis.replay_result import Transaction
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 from kafkatx.formats.transaction_state_ids import TransactionState
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.analysis.coordinator import CoordinatorRecord

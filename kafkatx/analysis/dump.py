@@ -7,7 +7,7 @@ the documented contract for that kind. Damage is reported as items of kind ``pro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,7 @@ from kafkatx.formats.segment_scan import (
     page_releaser,
     scan_segment_chunks,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.file_walk import present, segment_files, topic_partition_dirs, walk_files
 from kafkatx.storage.layout import offset_from_filename, parse_partition_dir, strip_transient_suffix
 from kafkatx.storage.readers import file_bytes, segment_buffer

@@ -7,8 +7,9 @@ docs/findings.md lists them (``tests/test_docs_reference.py`` checks it does). S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from kafkatx.lazy_dataclass import dataclass
 
 ERROR = "error"
 WARNING = "warning"

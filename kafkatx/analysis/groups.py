@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from kafkatx.analysis.coordinator import one_copy_each
 from kafkatx.analysis.findings import SEVERITY_RANK, Finding
@@ -33,6 +33,7 @@ from kafkatx.formats.internal_topics import GROUP_METADATA_TOPIC as TOPIC
 from kafkatx.formats.legacy_message import LegacyEntry
 from kafkatx.formats.record_batch import ControlType, RecordBatch
 from kafkatx.formats.segment import SegmentProblem
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.consumer_groups import ConsumerGroup
 from kafkatx.semantics.group_offsets import CommitRecord, GroupOffsetsLoad
 from kafkatx.storage.discovery import PartitionDir

@@ -22,10 +22,10 @@ default of 50, then to the smallest. ``source`` says in words which it was.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.coordinator_partition import (
     DEFAULT_NUM_PARTITIONS,
     java_string_hashcode,

@@ -8,9 +8,10 @@ The engine gathers them from the files (:mod:`kafkatx.engines.partition_facts`);
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.formats.checkpoints import EpochEntry
+from kafkatx.lazy_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

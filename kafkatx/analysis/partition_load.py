@@ -23,7 +23,6 @@ engines and the consumer replay compute open transactions and the LSO.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from kafkatx.analysis.checks import SnapshotFile
@@ -31,6 +30,7 @@ from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import OPEN, ReplayResult, Transaction
 from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
 from kafkatx.formats.segment_scan import SegmentScan
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.storage.readers import read_snapshot_file
 

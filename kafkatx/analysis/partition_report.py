@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import Transaction
+from kafkatx.lazy_dataclass import dataclass
 
 LSO_COLUMNS = (
     "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",

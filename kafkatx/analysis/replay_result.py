@@ -7,10 +7,11 @@ the verdicts and the views read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
 
 COMMITTED = "committed"

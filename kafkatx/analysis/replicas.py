@@ -12,7 +12,7 @@ on another leave a transaction open on one side only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from kafkatx.analysis.replica_authority import ReplicaSet, position, replica_set
 from kafkatx.errors import UnreadableFileError
 from kafkatx.formats.batch_layout import TRANSACTIONAL_FLAG
 from kafkatx.formats.batch_values import ControlType
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.leader_epochs import truncation_offset
 from kafkatx.storage.discovery import Discovery, PartitionDir
 from kafkatx.storage.readers import scan_segment_file

@@ -9,7 +9,7 @@ exactly these files has once it has loaded them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, load_partition
 from kafkatx.semantics.producer_state import INVALID_TXN_STATE, ProducerStateManager
 from kafkatx.semantics.producer_state_load import LoadFailure, replay, replay_rows

@@ -7,7 +7,7 @@ commits, as ``kafkatx timeline`` shows it (a view: the join and its verdicts are
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.analysis.coordinator import TOPIC as COORDINATOR_TOPIC
 from kafkatx.analysis.coordinator_transactions import (
@@ -34,6 +34,7 @@ from kafkatx.analysis.transaction_verdicts import (
     PartitionJoin,
     TransactionJoin,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.coordinator_partition import partition_for
 
 # Transaction outcomes in the timeline contract

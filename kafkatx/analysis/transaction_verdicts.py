@@ -32,7 +32,7 @@ data transactions often have no coordinator record left; they are shown from the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from kafkatx.analysis.coordinator_transactions import (
@@ -55,6 +55,7 @@ from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.analysis.coordinator import CoordinatorRecord, CoordinatorView

@@ -17,10 +17,11 @@ import asyncio
 import sys
 import types
 from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
+
+from kafkatx.lazy_dataclass import dataclass
 
 TopicPartition = tuple[str, int]
 

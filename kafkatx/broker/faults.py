@@ -29,7 +29,6 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -37,6 +36,7 @@ from kio.schema.index import api_key_map
 
 from kafkatx.broker.wire import codec
 from kafkatx.formats.transaction_log import TransactionState
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import ApiRange, RequestContext

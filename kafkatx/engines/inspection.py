@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,6 +27,7 @@ from kafkatx.engines.cluster_metadata import join_inspection
 from kafkatx.engines.factory import open_engine, resolve_engine_name
 from kafkatx.engines.local import AnalysisOptions, Inspection
 from kafkatx.errors import KafkatxError
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.capture_time import newest_mtime_ms
 from kafkatx.storage.discovery import MAX_SEARCH_DEPTH, Discovery, PartitionDir, discover
 from kafkatx.storage.filesystems import canonical, is_inside, is_uri

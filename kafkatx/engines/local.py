@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -55,6 +55,7 @@ from kafkatx.formats.offset_index import sanity_check as offset_index_sanity
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import sanity_check as time_index_sanity
 from kafkatx.formats.txn_index import TxnIndexRead, read_txn_index
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
 from kafkatx.semantics.swap_recovery import SWAP_SUFFIX, SwapRecoveryPlan, plan_swap_recovery
 from kafkatx.storage.discovery import (

@@ -13,10 +13,11 @@ hands them as one chunk each (:func:`whole_scans`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kafkatx.formats.segment_scan import SegmentScan, page_releaser, scan_segment_chunks
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.files import open_bytes
 
 CHUNK_BYTES = 4 << 20  # bytes of a segment file whose columns are held at once

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from kafkatx.formats import batch_layout as layout
 from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage import filesystems
 from kafkatx.storage.discovery import PartitionDir
 from kafkatx.storage.filesystems import RemotePath

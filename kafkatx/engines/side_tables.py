@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkatx.engines.segment_table import SegmentRef, segment_refs
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage import filesystems
 from kafkatx.storage.discovery import PartitionDir, discover
 

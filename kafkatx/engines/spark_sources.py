@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkatx.engines import segment_table, side_tables
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage import filesystems
 
 SEGMENTS = "kafka_segments"

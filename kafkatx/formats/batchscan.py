@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import IntEnum
 from typing import Any, ClassVar
 
@@ -37,6 +37,7 @@ from kafkatx.formats.batch_layout import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
 )
+from kafkatx.lazy_dataclass import dataclass
 
 INT32_MAX = 2**31 - 1
 NO_SEQUENCE = -1

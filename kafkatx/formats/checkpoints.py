@@ -17,11 +17,12 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import TypeVar
 
 from kafkatx.errors import FormatError
+from kafkatx.lazy_dataclass import dataclass
 
 CHECKPOINT_VERSION = 0  # OffsetCheckpointFile / LeaderEpochCheckpointFile CURRENT_VERSION
 

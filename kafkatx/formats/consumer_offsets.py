@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import construct as c
@@ -50,6 +50,7 @@ from kafkatx.formats.transaction_log import (
     read_version,
     tags_to_json,
 )
+from kafkatx.lazy_dataclass import dataclass
 
 ZERO_UUID = bytes(16)
 

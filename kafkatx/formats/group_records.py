@@ -11,11 +11,12 @@ here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.formats.group_record_schemas import KEY_SCHEMAS, VALUE_SCHEMAS
 from kafkatx.formats.kafka_messages import read_message, to_json, write_message
+from kafkatx.lazy_dataclass import dataclass
 
 GROUP_ID = "group_id"
 

@@ -12,7 +12,7 @@ the per-entry reader and turned into columns, so both give the same entries, pro
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
 import numpy as np
@@ -23,6 +23,7 @@ from kafkatx.formats import offset_index, time_index
 from kafkatx.formats.offset_index import OffsetIndexEntry, OffsetIndexRead, read_offset_index
 from kafkatx.formats.time_index import TimeIndexEntry, TimeIndexRead, read_time_index
 from kafkatx.formats.zero_tail import zero_tail_start
+from kafkatx.lazy_dataclass import dataclass
 
 I64 = npt.NDArray[np.int64]
 _OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])

@@ -5,11 +5,12 @@ zero bytes that Kafka trims to its entries on clean close or roll."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Generic, Protocol, TypeVar
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.batch_values import INT32_MAX
+from kafkatx.lazy_dataclass import dataclass
 
 
 class _Entry(Protocol):

@@ -22,12 +22,13 @@ import functools
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.checkpoints import ZERO_UUID, uuid_from_bytes, uuid_to_bytes
 from kafkatx.formats.primitives import encode_uvarint, read_uvarint
+from kafkatx.lazy_dataclass import dataclass
 
 UNKNOWN_TAGS = "_unknown_tagged_fields"
 

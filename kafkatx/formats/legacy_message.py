@@ -16,7 +16,6 @@ import dataclasses
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import construct as c
@@ -25,6 +24,7 @@ from kafkatx.errors import FormatError
 from kafkatx.formats.batch_layout import FRAME, LOG_OVERHEAD
 from kafkatx.formats.compression import DEFAULT_MAX_SIZE, Codec, compress, decompress, name_for
 from kafkatx.formats.primitives import Int8, Int32, Int64, NullableBytes, UInt32, parse_exact
+from kafkatx.lazy_dataclass import dataclass
 
 RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22

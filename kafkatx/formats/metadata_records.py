@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kafkatx.errors import FormatError
@@ -23,6 +22,7 @@ from kafkatx.formats.kafka_messages import read_message, to_json, write_message
 from kafkatx.formats.metadata_schemas import BY_API_KEY, BY_NAME, CONTROL_RECORDS
 from kafkatx.formats.primitives import encode_uvarint, read_uvarint
 from kafkatx.formats.record_batch import NO_PRODUCER_ID, ControlType, Record, build_batch
+from kafkatx.lazy_dataclass import dataclass
 
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 CONTROL_RECORD_VERSION = 0  # ControlRecordUtils.*_CURRENT_VERSION

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.batch_values import INT32_MAX
 from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
 from kafkatx.formats.zero_tail import zero_tail_start
+from kafkatx.lazy_dataclass import dataclass
 
 ENTRY_SIZE = 8
 

@@ -17,11 +17,12 @@ import functools
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.errors import CorruptSnapshotError, FormatError
 from kafkatx.formats.batchscan import crc32c_of
+from kafkatx.lazy_dataclass import dataclass
 
 SNAPSHOT_VERSION = 1
 CRC_OFFSET = 2

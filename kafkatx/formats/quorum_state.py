@@ -10,13 +10,14 @@ Read like ``FileQuorumStateStore#readStateFromFile``: the first line, an object,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.checkpoints import ZERO_UUID, uuid_to_bytes
 from kafkatx.formats.kafka_messages import Versions
 from kafkatx.formats.metadata_schemas import QUORUM_STATE
+from kafkatx.lazy_dataclass import dataclass
 
 FILE_NAME = "quorum-state"  # FileQuorumStateStore.DEFAULT_FILE_NAME
 DATA_VERSIONS = (0, 1)

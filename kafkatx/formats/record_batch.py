@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import construct as c
 
@@ -63,6 +63,7 @@ from kafkatx.formats.record_values import (  # Record, render_bytes: re-exported
     payload_at,
     render_bytes,  # noqa: F401
 )
+from kafkatx.lazy_dataclass import dataclass
 
 _CONTROL_KEY_STRUCT = struct.Struct(">hh")
 _END_TXN_MARKER_STRUCT = struct.Struct(">hi")

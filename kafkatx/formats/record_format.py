@@ -11,7 +11,6 @@ equality with the Python rendering is proven by tests/formats/test_record_format
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kafkatx.errors import FormatError
@@ -19,6 +18,7 @@ from kafkatx.formats.batch_layout import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK
 from kafkatx.formats.batchscan import HAVE_EXTENSION, HeaderColumns, _ext
 from kafkatx.formats.raw_json import RawJsonList
 from kafkatx.formats.record_values import payload_at
+from kafkatx.lazy_dataclass import dataclass
 
 _format: Any = getattr(_ext, "format_records", None) if HAVE_EXTENSION else None
 HAVE_FORMATTER = _format is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.errors import FormatError
@@ -22,6 +22,7 @@ from kafkatx.formats.batch_layout import (
     TIMESTAMP_TYPE_MASK,
 )
 from kafkatx.formats.batchscan import HAVE_EXTENSION, _ext
+from kafkatx.lazy_dataclass import dataclass
 
 Decoder = Callable[[bytes, int, int, int, int, bool], list[tuple[Any, ...]] | None]
 # An extension built before the decoder existed has no decode_records: construct then.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from kafkatx.formats.batch_layout import (
 )
 from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.record_batch import RecordBatch, parse_batch
+from kafkatx.lazy_dataclass import dataclass
 
 # LegacyRecord.RECORD_OVERHEAD_V0 / V1: the smallest legacy message (without offset + size).
 LEGACY_MIN_MESSAGE = {0: 14, 1: 22}

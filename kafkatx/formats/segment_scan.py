@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +22,7 @@ from kafkatx.formats import batchscan
 from kafkatx.formats.batch_layout import RECORD_BATCH_OVERHEAD
 from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.batchscan import HeaderColumns, Release, StopReason, scan_v2_run
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:  # the exact parsers (construct) load only where the C walk stops or a CRC fails
     from kafkatx.formats.segment import SegmentEntry, SegmentProblem

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.index_file import IndexFileRead, length_problem, preallocated, relative_offset
 from kafkatx.formats.zero_tail import zero_tail_start
+from kafkatx.lazy_dataclass import dataclass
 
 ENTRY_SIZE = 12
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP: the "last timestamp" of an empty time index

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
 
 import construct as c
@@ -36,6 +36,7 @@ from kafkatx.formats.primitives import (
     TaggedFields,
 )
 from kafkatx.formats.transaction_state_ids import TransactionState
+from kafkatx.lazy_dataclass import dataclass
 
 KEY_VERSION = 0  # CoordinatorRecordType.TRANSACTION_LOG.id(); no other key version ever existed
 VALUE_VERSIONS = (0, 1)

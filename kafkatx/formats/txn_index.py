@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.errors import FormatError
+from kafkatx.lazy_dataclass import dataclass
 
 ENTRY_SIZE = 34
 CURRENT_VERSION = 0

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from kafkatx.lazy_dataclass import dataclass
 
 INT32_MAX = 2**31 - 1
 

@@ -17,12 +17,13 @@ a problem is kept instead.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kafkatx.formats.kafka_messages import default_message
 from kafkatx.formats.metadata_records import MetadataRecord
 from kafkatx.formats.metadata_schemas import BY_NAME
+from kafkatx.lazy_dataclass import dataclass
 
 METADATA_VERSION_FEATURE = "metadata.version"  # MetadataVersion.FEATURE_NAME
 TRANSACTION_VERSION_FEATURE = "transaction.version"  # TransactionVersion.FEATURE_NAME

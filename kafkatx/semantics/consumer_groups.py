@@ -15,8 +15,10 @@ assignment epoch, else ``Stable``. The preferred server assignor is the one most
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from kafkatx.lazy_dataclass import dataclass
 
 CONSUMER_GROUP_METADATA = 3
 MEMBER_METADATA = 5

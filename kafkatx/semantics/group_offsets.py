@@ -11,7 +11,7 @@ consumer groups' records go to :class:`kafkatx.semantics.consumer_groups.Consume
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.formats.consumer_offsets import (
     GroupMetadataKey,
@@ -23,6 +23,7 @@ from kafkatx.formats.consumer_offsets import (
     parse_key,
     parse_value,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.consumer_groups import RECORD_TYPES, ConsumerGroups
 
 GroupTopicPartition = tuple[str, str, int]

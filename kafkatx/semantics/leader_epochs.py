@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
+
+from kafkatx.lazy_dataclass import dataclass
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

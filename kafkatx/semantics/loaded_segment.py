@@ -11,7 +11,7 @@ only, no CRC), ``recover``'s valid bytes (the batches up to the first partial or
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +32,7 @@ from kafkatx.formats.batchscan import HeaderColumns
 from kafkatx.formats.offset_index import read_offset_index
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.txn_index import AbortedTxnEntry, read_txn_index
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state_load import LoadFailure
 from kafkatx.semantics.swap_recovery import (
     CLEANED_SUFFIX,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import heapq
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.formats.batch_layout import TIMESTAMP_TYPE_MASK
 from kafkatx.formats.record_batch import (
@@ -34,6 +34,7 @@ from kafkatx.formats.record_batch import (
     build_batch,
 )
 from kafkatx.formats.txn_index import AbortedTxnEntry
+from kafkatx.lazy_dataclass import dataclass
 
 
 class BatchRetention(enum.Enum):

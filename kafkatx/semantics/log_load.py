@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from kafkatx.formats.producer_snapshot import snapshot_file_name
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
 from kafkatx.formats.txn_index import sanity_check as txn_index_sanity
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.loaded_segment import (
     INDEX_INTERVAL_BYTES,
     INDEX_SUFFIXES,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+from kafkatx.lazy_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

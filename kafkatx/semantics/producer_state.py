@@ -18,7 +18,6 @@ import bisect
 import enum
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkatx.formats.batch_values import (
@@ -30,6 +29,7 @@ from kafkatx.formats.batch_values import (
     increment_sequence,
 )
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
+from kafkatx.lazy_dataclass import dataclass
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 TV_UNKNOWN = -1  # TransactionVersion.TV_UNKNOWN: what data batches and replicated markers carry

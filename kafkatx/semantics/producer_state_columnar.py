@@ -25,13 +25,13 @@ case are brought to their end state with ``ProducerStateEntry`` methods at the e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from kafkatx.formats.batch_values import INT32_MAX, ControlType
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import (
     NUM_BATCHES_TO_RETAIN,
     ProducerStateEntry,

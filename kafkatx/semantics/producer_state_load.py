@@ -17,7 +17,7 @@ recovered is what the next one loads). ``kafkatx serve`` carries out the same wr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Protocol
 
 from kafkatx.formats.producer_snapshot import (
@@ -28,6 +28,7 @@ from kafkatx.formats.producer_snapshot import (
 from kafkatx.formats.record_batch import ControlType
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import AbortedTxnEntry
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import TV_UNKNOWN, AppendOrigin, ProducerStateManager
 
 if TYPE_CHECKING:

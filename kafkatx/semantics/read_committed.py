@@ -16,11 +16,12 @@ from __future__ import annotations
 import enum
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from kafkatx.lazy_dataclass import dataclass
 
 
 class IsolationLevel(enum.Enum):

@@ -16,8 +16,6 @@ give errors; consistency Kafka does not enforce but always produces gives warnin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafkatx.formats.transaction_log import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -25,6 +23,7 @@ from kafkatx.formats.transaction_log import (
     TransactionState,
     state_name,
 )
+from kafkatx.lazy_dataclass import dataclass
 
 ERROR = "error"
 WARNING = "warning"

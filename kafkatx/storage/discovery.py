@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,6 +38,7 @@ from kafkatx.formats.checkpoints import (
     read_meta_properties,
     read_offset_checkpoint,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.files import open_bytes
 from kafkatx.storage.filesystems import Entry, RemotePath, filesystem, location
 from kafkatx.storage.layout import (

@@ -18,12 +18,12 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from kafkatx import __version__
 from kafkatx.errors import KafkatxError
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.files import current_manifest
 
 

@@ -9,7 +9,7 @@ ones are ``<offset>-<epoch>.checkpoint``; ``.checkpoint.part`` is unfinished and
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kafkatx.errors import FormatError, KafkatxError
@@ -20,6 +20,7 @@ from kafkatx.formats.quorum_state import QuorumState, read_quorum_state
 from kafkatx.formats.record_batch import RecordBatch
 from kafkatx.formats.record_decode import read_records
 from kafkatx.formats.segment import SegmentProblem, iter_segment
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.files import open_bytes, read_text
 from kafkatx.storage.layout import parse_offset_file_name
 

@@ -12,10 +12,10 @@ line gets 0).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from kafkatx.formats.segment_scan import SegmentScan
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.discovery import PartitionDir, read_root_checkpoints
 from kafkatx.storage.files import open_bytes
 from kafkatx.storage.readers import scan_segment_file

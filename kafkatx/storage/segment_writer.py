@@ -13,7 +13,7 @@ never pointed at evidence.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kafkatx.formats.batch_layout import (
@@ -25,6 +25,7 @@ from kafkatx.formats.batch_layout import (
 )
 from kafkatx.formats.offset_index import OffsetIndexEntry, build_offset_index
 from kafkatx.formats.time_index import TimeIndexEntry, build_time_index
+from kafkatx.lazy_dataclass import dataclass
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 

@@ -6,7 +6,7 @@ the checks' signatures. The check modules import this, the registry in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Protocol
 
 from kafkatx.analysis.findings import Finding
@@ -17,6 +17,7 @@ from kafkatx.formats.index_columns import OffsetIndexColumns, TimeIndexColumns
 from kafkatx.formats.producer_snapshot import ProducerSnapshot
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import TxnIndexRead
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.swap_recovery import SwapRecoveryPlan
 
 if TYPE_CHECKING:  # the exact parsers (construct) load only where a scan meets damage

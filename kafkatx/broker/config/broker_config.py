@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kafkatx.lazy_dataclass import dataclass
 
 DEFAULT_SEGMENT_BYTES = 1 << 30  # log.segment.bytes
 DEFAULT_SEGMENT_MS = 604_800_000  # log.roll.ms

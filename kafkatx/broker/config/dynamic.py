@@ -12,7 +12,7 @@ DescribeConfigs reports is the value the log acts on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.broker.config.broker_config import (
     SERVE_OPTION_TOPIC_DEFAULTS,
@@ -21,6 +21,7 @@ from kafkatx.broker.config.broker_config import (
     ConfigDef,
 )
 from kafkatx.broker.config.validation import canonical_topic_value
+from kafkatx.lazy_dataclass import dataclass
 
 # DescribeConfigsResponse ConfigSource ids
 DYNAMIC_TOPIC_CONFIG = 1

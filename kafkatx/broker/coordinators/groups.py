@@ -13,12 +13,13 @@ import asyncio
 import enum
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kio.schema.errors import ErrorCode
 
 from kafkatx.errors import FormatError
 from kafkatx.formats.consumer_protocol import subscription_topics
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.group_offsets import CommitRecord, OffsetAndMetadata
 
 __all__ = ["CommitRecord", "OffsetAndMetadata"]  # re-exported: the load rules live in semantics

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -59,6 +58,7 @@ from kafkatx.formats.transaction_log import (
     parse_key,
     parse_value,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.coordinator_partition import partition_for
 from kafkatx.semantics.transaction_states import (
     is_epoch_exhausted,

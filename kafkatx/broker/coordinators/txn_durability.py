@@ -21,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, BrokerNode

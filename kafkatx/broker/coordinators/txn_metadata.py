@@ -13,8 +13,6 @@ the last value written for this id, so what the broker writes is what the forens
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafkatx.formats.transaction_log import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -22,6 +20,7 @@ from kafkatx.formats.transaction_log import (
     TransactionState,
     TxnTopicPartitions,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.transaction_states import (
     ERROR,
     SHORT_MAX,

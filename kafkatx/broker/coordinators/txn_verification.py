@@ -22,12 +22,12 @@ and still has no ongoing transaction is refused with INVALID_TXN_STATE.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.coordinators.add_partitions_manager import coordinator_error
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, TopicPartition

@@ -14,11 +14,11 @@ import errno
 import fcntl
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.checkpoints import read_meta_properties
+from kafkatx.lazy_dataclass import dataclass
 
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 SKIPPED = frozenset({".lock"})  # the capture's broker held it; serve takes its own

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +35,7 @@ from kafkatx.broker.logs.partition_log import PartitionLog
 from kafkatx.broker.logs.segment_swap import change_suffix, segment_files
 from kafkatx.formats.record_batch import Record, parse_batch
 from kafkatx.formats.txn_index import AbortedTxnEntry, build_txn_index
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.cleaner_selection import (
     LogToClean,
     SegmentInfo,

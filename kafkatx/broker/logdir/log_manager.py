@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -61,6 +61,7 @@ from kafkatx.formats.internal_topics import (
     INTERNAL_TOPICS,
     TRANSACTION_STATE_TOPIC,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.storage.layout import CLEAN_SHUTDOWN_FILE, parse_partition_dir
 
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"

@@ -9,7 +9,7 @@ timestamp change, so the CRC is recomputed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from kafkatx.formats.batch_layout import (
     ATTRIBUTES_FIELD,
@@ -35,6 +35,7 @@ from kafkatx.formats.batch_layout import (
 )
 from kafkatx.formats.batchscan import crc32c_of
 from kafkatx.formats.record_batch import NO_PRODUCER_ID, RecordBatchHeader
+from kafkatx.lazy_dataclass import dataclass
 
 _FIELDS = tuple(f.name for f in fields(RecordBatchHeader))
 

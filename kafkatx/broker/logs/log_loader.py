@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kafkatx.broker.logs.files import atomic_write
@@ -27,6 +27,7 @@ from kafkatx.formats.producer_snapshot import build_producer_snapshot, snapshot_
 from kafkatx.formats.segment import TRUNCATED_BATCH, ZERO_PADDING
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.formats.txn_index import build_txn_index
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.loaded_segment import LoadedSegment, file_name
 from kafkatx.semantics.log_load import LoadInputs, LoadOutcome, PartitionName, load_partition
 from kafkatx.semantics.producer_state import ProducerStateManager

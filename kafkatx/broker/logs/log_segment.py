@@ -15,7 +15,7 @@ import mmap
 import os
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from kafkatx.formats.batch_layout import (
@@ -30,6 +30,7 @@ from kafkatx.formats.offset_index import ENTRY_STRUCT as OFFSET_ENTRY
 from kafkatx.formats.segment_scan import SegmentScan, scan_segment
 from kafkatx.formats.time_index import ENTRY_STRUCT as TIME_ENTRY
 from kafkatx.formats.txn_index import AbortedTxnEntry
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.log_retention import SegmentExtent
 from kafkatx.storage.segment_writer import segment_name
 

@@ -4,14 +4,13 @@ timestamps and offsets of ListOffsets and DeleteRecords (Kafka's ``LogAppendInfo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kio.schema.errors import ErrorCode
 
 from kafkatx.broker.config.broker_config import DEFAULT_SEGMENT_MS
 from kafkatx.broker.logs.batch_header import (
     BatchHeader,
 )
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import (
     InvalidProducerEpochError,
     InvalidTxnStateError,

@@ -17,7 +17,6 @@ validates by them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +31,7 @@ from kafkatx.broker.config.validation import (
     validate_topic_configs,
 )
 from kafkatx.broker.logdir.topic_names import validate_topic_name
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.logdir.log_manager import LogManager

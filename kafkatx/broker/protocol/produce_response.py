@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from kafkatx.lazy_dataclass import dataclass
 
 _PARTITION = struct.Struct(">ihq")  # index, error code, base offset
 _I16 = struct.Struct(">h")

@@ -18,7 +18,7 @@ import struct
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -44,6 +44,7 @@ from kafkatx.broker.protocol.handlers.api_versions import (
 )
 from kafkatx.broker.protocol.lifecycle import StopRequest, utc_stamp
 from kafkatx.broker.wire import codec
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.coordinators.add_partitions_manager import AddPartitionsToTxnManager

@@ -28,7 +28,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +49,7 @@ from kafkatx.broker.logdir.log_manager import (
 from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_name
 from kafkatx.formats.checkpoints import META_PROPERTIES_FILE, read_meta_properties
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH
 
 if TYPE_CHECKING:

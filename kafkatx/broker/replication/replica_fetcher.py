@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -36,6 +35,7 @@ from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 
 from kafkatx.broker.logs.log_values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendError
 from kafkatx.broker.replication.broker_client import BrokerConnection
+from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.leader_epochs import UNDEFINED_EPOCH, truncation_step
 
 if TYPE_CHECKING:

@@ -8,9 +8,10 @@ Mirrors Kafka's ``Partition`` fields (leader, leader epoch, replicas, ISR, the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkatx.broker.logs.partition_log import PartitionLog
+from kafkatx.lazy_dataclass import dataclass
 
 TopicPartition = tuple[str, int]
 

@@ -22,7 +22,6 @@ import types
 import typing
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
@@ -32,6 +31,7 @@ from kio.serial.errors import SerialError
 
 from kafkatx.broker.wire import legacy_schema
 from kafkatx.broker.wire.bounds import check_lengths
+from kafkatx.lazy_dataclass import dataclass
 
 _PEEK = struct.Struct(">hhi")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

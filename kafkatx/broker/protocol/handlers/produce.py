@@ -34,6 +34,7 @@ from kafkatx.broker.protocol.produce_response import PartitionResult, encode_pro
 from kafkatx.broker.replication.replica_manager import leader_log
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext
@@ -98,7 +99,7 @@ def old_version_records(records: bytes | None, log: PartitionLog
         raise AppendError(ErrorCode.corrupt_message, str(exc)) from None
 
 
-@dataclasses.dataclass(slots=True)
+@dataclass(slots=True)
 class _Slot:
     """One partition of the request on its way: validated, maybe verified, then appended."""
 

@@ -4,8 +4,9 @@ serves. Handler modules import this; :mod:`kafkatx.broker.protocol.handlers` imp
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext

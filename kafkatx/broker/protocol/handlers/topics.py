@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -50,6 +50,7 @@ from kafkatx.broker.logdir.topic_names import collision_problem, validate_topic_
 from kafkatx.broker.protocol.handlers.registry import api
 from kafkatx.broker.wire import codec
 from kafkatx.formats.internal_topics import INTERNAL_TOPICS
+from kafkatx.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafkatx.broker.context import BrokerContext, RequestContext
