@@ -4,11 +4,11 @@
 class under Python 3.11: ~19 ms of a 0.15 s ``kafkatx lso`` on a tiny log dir, for ~45 classes of
 which half never get an instance there). A class made here is still a dataclass made by
 ``dataclasses.dataclass`` (``fields``, ``replace``, ``asdict`` and ``is_dataclass`` work, and its
-``__dataclass_params__`` say what it has), but the methods are not compiled per class:
-``__repr__``, ``__eq__``, the ordering methods, ``__hash__``, a frozen class's
-``__setattr__``/``__delattr__`` and a frozen slotted class's pickling state are shared functions
-over the class's field names, and ``__init__`` (the one method whose speed is its source's) is
-compiled from the source ``dataclasses`` would write, on the class's first instance.
+``__dataclass_params__`` say what it has), but no method is compiled at import: ``__init__``,
+``__repr__``, ``__eq__``, the ordering methods and ``__hash__`` are compiled from the source
+``dataclasses`` writes, each on its first call (a class never used costs nothing, a used one
+runs the same code); a frozen class's ``__setattr__``/``__delattr__`` (which only refuse) and a
+frozen slotted class's pickling state are shared functions over the class's field names.
 tests/test_lazy_dataclass.py holds every kafkatx class to a twin made by ``dataclasses.dataclass``
 with the same options: signature, instances, repr, equality, order, hash, frozen errors, pickles.
 Supported: the options kafkatx uses (``frozen``, ``slots``, ``kw_only``, ``eq``, ``order``) and
@@ -18,11 +18,9 @@ Supported: the options kafkatx uses (``frozen``, ``slots``, ``kw_only``, ``eq``,
 from __future__ import annotations
 
 import dataclasses
-import operator
 import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
-from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T", bound=type)
@@ -73,23 +71,25 @@ def _make(cls: T, *, frozen: bool, slots: bool, kw_only: bool, eq: bool, order: 
     fields = dataclasses.fields(made)
     params = made.__dataclass_params__
     params.init, params.repr, params.eq, params.order, params.frozen = True, True, eq, order, frozen
-    compared = _key([f.name for f in fields if f.compare])
+    compared = [f.name for f in fields if f.compare]
 
     def put(name: str, method: Callable[..., Any]) -> None:
         if name not in own:
             setattr(made, name, method)
 
-    put("__init__", _lazy_init(made, slots=slots))
-    put("__repr__", _repr([f.name for f in fields if f.repr]))
+    put("__init__", _on_first_call(made, "__init__", lambda: compile_init(made, slots=slots)))
+    shown = [f.name for f in fields if f.repr]
+    put("__repr__", _on_first_call(made, "__repr__", lambda: _repr(made, shown)))
     if eq:
-        put("__eq__", _compare(compared, operator.eq))
+        put("__eq__", _on_first_call(made, "__eq__", lambda: _compare(made, "__eq__", "==",
+                                                                       compared)))
     if order:
-        for name, op in (("__lt__", operator.lt), ("__le__", operator.le),
-                         ("__gt__", operator.gt), ("__ge__", operator.ge)):
+        for name, op in (("__lt__", "<"), ("__le__", "<="), ("__gt__", ">"), ("__ge__", ">=")):
             if name in own:
                 raise TypeError(f"Cannot overwrite attribute {name} in class {made.__name__}. "
                                 "Consider using functools.total_ordering")
-            put(name, _compare(compared, op))
+            put(name, _on_first_call(made, name, lambda name=name, op=op: _compare(
+                made, name, op, compared)))
     if frozen and not frozen_base:
         names = tuple(f.name for f in fields)
         for name in ("__setattr__", "__delattr__"):
@@ -102,8 +102,11 @@ def _make(cls: T, *, frozen: bool, slots: bool, kw_only: bool, eq: bool, order: 
             put("__setstate__", _setstate)
     if eq and not explicit_hash:
         if frozen:
-            hashed = _key([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
-            made.__hash__ = lambda self: hash(hashed(self))  # type: ignore[method-assign]
+            hashed = _tuple("self", [f.name for f in fields
+                                     if (f.compare if f.hash is None else f.hash)])
+            made.__hash__ = _on_first_call(  # type: ignore[method-assign]
+                made, "__hash__", lambda: _compile(
+                    made, "__hash__", f"def __hash__(self):\n return hash({hashed})"))
         else:
             made.__hash__ = None  # type: ignore[assignment]
     if not documented:
@@ -114,31 +117,48 @@ def _make(cls: T, *, frozen: bool, slots: bool, kw_only: bool, eq: bool, order: 
     return made
 
 
-def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """An instance's values of ``names``, as a tuple (what dataclasses compare and hash)."""
-    if len(names) > 1:
-        return attrgetter(*names)
-    if names:
-        one = attrgetter(names[0])
-        return lambda obj: (one(obj),)
-    return lambda obj: ()
+def _on_first_call(cls: type, name: str, make: Callable[[], Callable[..., Any]]
+                   ) -> Callable[..., Any]:
+    """A stand-in for method ``name`` that, called, puts ``make()``'s method on ``cls`` and runs
+    it: the method is compiled once, for classes that use it."""
+    def first_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        method = make()
+        setattr(cls, name, method)
+        return method(self, *args, **kwargs)
+    first_call.__qualname__ = f"{cls.__qualname__}.{name}"
+    return first_call
 
 
-def _compare(key: Callable[[Any], tuple[Any, ...]],
-             op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
-    def compare(self: Any, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return op(key(self), key(other))
-        return NotImplemented
-    return compare
+def _tuple(obj: str, names: list[str]) -> str:
+    """``(obj.a,obj.b,)``: the fields' values as dataclasses' methods write them."""
+    return f"({''.join(f'{obj}.{name},' for name in names)})"
 
 
-def _repr(names: list[str]) -> Callable[[Any], str]:
-    @reprlib.recursive_repr()
-    def __repr__(self: Any) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{self.__class__.__qualname__}({shown})"
-    return __repr__
+def _compare(cls: type, name: str, op: str, names: list[str]) -> Callable[[Any, Any], Any]:
+    return _compile(cls, name, f"def {name}(self,other):\n"
+                               " if other.__class__ is self.__class__:\n"
+                               f"  return {_tuple('self', names)}{op}{_tuple('other', names)}\n"
+                               " return NotImplemented")
+
+
+def _compile(cls: type, name: str, source: str,
+             names: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """Method ``name`` of ``cls`` from ``source``, its globals ``names``."""
+    namespace: dict[str, Any] = {}
+    # dont_inherit: not this module's ``from __future__ import annotations`` (string annotations)
+    exec(compile(source, f"<{cls.__qualname__}.{name}>", "exec", dont_inherit=True),
+         {} if names is None else names, namespace)
+    method = namespace[name]
+    method.__qualname__ = f"{cls.__qualname__}.{name}"
+    method.__module__ = cls.__module__
+    return method  # type: ignore[no-any-return]
+
+
+def _repr(cls: type, names: list[str]) -> Callable[[Any], str]:
+    values = ", ".join(f"{name}={{self.{name}!r}}" for name in names)
+    method = _compile(cls, "__repr__", "def __repr__(self):\n"
+                                       f' return self.__class__.__qualname__ + f"({values})"')
+    return reprlib.recursive_repr()(method)  # type: ignore[no-any-return]
 
 
 def _frozen_setattr(cls: type, names: tuple[str, ...]) -> Callable[[Any, str, Any], None]:
@@ -164,14 +184,6 @@ def _getstate(self: Any) -> list[Any]:
 def _setstate(self: Any, state: list[Any]) -> None:
     for field, value in zip(dataclasses.fields(self), state, strict=False):
         object.__setattr__(self, field.name, value)
-
-
-def _lazy_init(cls: type, *, slots: bool) -> Callable[..., None]:
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        init = compile_init(cls, slots=slots)
-        cls.__init__ = init  # type: ignore[misc]
-        init(self, *args, **kwargs)
-    return __init__
 
 
 def compile_init(cls: type, *, slots: bool) -> Callable[..., None]:
@@ -222,11 +234,4 @@ def compile_init(cls: type, *, slots: bool) -> Callable[..., None]:
         params += ["*", *keyword_params]
     source = (f"def __init__({','.join([self_name, *params])})->None:\n "
               + "\n ".join(body or ["pass"]))
-    namespace: dict[str, Any] = {}
-    # dont_inherit: not this module's ``from __future__ import annotations`` (string annotations)
-    exec(compile(source, f"<{cls.__qualname__}.__init__>", "exec", dont_inherit=True), names,
-         namespace)
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    return init  # type: ignore[no-any-return]
+    return _compile(cls, "__init__", source, names)

@@ -223,18 +223,22 @@ def test_unsupported_and_wrong_uses_fail_at_once() -> None:
         child.a = 3  # type: ignore[misc]
 
 
-def test_init_is_compiled_once_on_first_instance() -> None:
-    @lazy.dataclass(slots=True)
+def test_methods_are_compiled_once_on_first_call() -> None:
+    @lazy.dataclass(frozen=True, slots=True, order=True)
     class Point:
         """A point."""
 
         x: int
         y: int = 0
 
-    stub = Point.__init__
-    assert Point(1) == Point(1, 0)
-    assert Point.__init__ is not stub
-    compiled = Point.__init__
-    Point(2, 3)
-    assert Point.__init__ is compiled
+    names = ("__init__", "__repr__", "__eq__", "__lt__", "__hash__")
+    stubs = {name: Point.__dict__[name] for name in names}
+    p = Point(1)
+    assert (repr(p).endswith(".Point(x=1, y=0)"), p == Point(1, 0), p < Point(2), hash(p)) == (
+        True, True, True, hash((1, 0)))
+    compiled = {name: Point.__dict__[name] for name in names}
+    assert all(compiled[name] is not stubs[name] for name in names)
+    assert (repr(Point(3)).endswith(".Point(x=3, y=0)"), p == Point(2), p < Point(0),
+            hash(Point(3))) == (True, False, False, hash((3, 0)))
+    assert {name: Point.__dict__[name] for name in names} == compiled
     assert Point.__init__.__qualname__.endswith("Point.__init__")
