@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +24,12 @@ from kafkatx.cli.main import COMMANDS, cli
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _modules_after(args: list[str]) -> set[str]:
+def _modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
     code = ("import json, sys\nfrom kafkatx.cli.main import main\n"
             f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
             "sys.stderr.write(json.dumps(sorted(sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
     return set(json.loads(proc.stderr.strip().splitlines()[-1]))
 
 
@@ -111,14 +112,17 @@ def test_lso_of_a_data_partition_is_the_columnar_path_only() -> None:
     assert not [name for name in COMMON_PATH_LAZY if name in loaded]
 
 
-def test_lso_table_loads_rich_and_no_parser() -> None:
-    """The piped table: rich's console, but its lines written plainly (no ``rich.table``) and
-    no emoji table (the "ages at" line's ``:MM:`` is no emoji code)."""
+def test_lso_piped_table_loads_no_rich_and_no_parser() -> None:
+    """The piped table of a data partition, its "ages at" line (whose ``:MM:`` is no emoji
+    code) and its footer are written plainly (``StdoutLines``, kafkatx.cli.plain_table): rich
+    (or a parser) becoming an eager import there fails here. The other side: a terminal's
+    colours (``FORCE_COLOR``) are drawn by rich."""
     loaded = _modules_after(["lso", "fixtures/logdir/payments-0"])
-    assert "rich.console" in loaded
-    assert not [name for name in COMMON_PATH_LAZY if name in loaded and name != "rich"]
-    for name in ("rich._emoji_codes", "rich.table"):
-        assert name not in loaded, name
+    assert "kafkatx.cli.plain_table" in loaded  # the table was written
+    assert not [name for name in loaded if name.split(".")[0] == "rich"]
+    assert not [name for name in COMMON_PATH_LAZY if name in loaded]
+    coloured = _modules_after(["lso", "fixtures/logdir/payments-0"], {"FORCE_COLOR": "1"})
+    assert {"rich.console", "rich.table"} <= coloured
 
 
 # Loaded by ``dump --records`` only when a file needs them: construct's parsers (legacy entries,
@@ -162,28 +166,44 @@ def test_dump_records_piped_table_of_a_data_segment_loads_no_parser_and_no_rich(
 def test_a_plain_heading_is_riches(text: str, note: str) -> None:
     """``StdoutLines.heading`` on a pipe writes rich's bytes for dump's ``[bold]FILE[/]
     [dim](KIND)[/]`` line, whether it writes them itself or through rich."""
-    from rich.console import Console
+    from kafkatx.cli.output import StdoutLines, stdout_console
 
-    from kafkatx.cli.output import PIPED_WIDTH, StdoutLines
+    assert _written(stdout_console(io.StringIO()), "print", f"[bold]{text}[/] [dim]({note})[/]") \
+        == _written(StdoutLines(io.StringIO()), "heading", text, note)
 
-    rich_out = Console(file=io.StringIO(), soft_wrap=False, width=PIPED_WIDTH, highlight=False)
+
+def _written(out: object, method: str, *args: object, **options: object) -> str:
+    """What ``out.method(*args, **options)`` writes to ``out.file`` (a StringIO), or the name
+    of the error it raises (rich's markup error: a plain writer leaves it to rich)."""
     try:
-        rich_out.print(f"[bold]{text}[/] [dim]({note})[/]")
-    except Exception as error:  # rich's markup error: the plain writer leaves it to rich
-        expected: str = type(error).__name__
-    else:
-        expected = rich_out.file.getvalue()
-    lines = StdoutLines()
-    lines.file = io.StringIO()
-    lines.plain = True
-    lines._console = Console(file=lines.file, soft_wrap=False, width=PIPED_WIDTH,
-                             highlight=False)
-    try:
-        lines.heading(text, note)
+        getattr(out, method)(*args, **options)
     except Exception as error:
-        assert type(error).__name__ == expected
-    else:
-        assert lines.file.getvalue() == expected
+        return type(error).__name__
+    return out.file.getvalue()  # type: ignore[attr-defined]
+
+
+# What kafkatx prints lines with (and a style and an option the plain writers leave to rich)
+PRINT_OPTIONS = st.fixed_dictionaries({}, optional={
+    "markup": st.booleans(), "highlight": st.booleans(), "emoji": st.booleans(),
+    "style": st.sampled_from(["dim", "bold", "bold red", "yellow", "green", "italic"]),
+    "end": st.just("!\n")})
+LINE_TEXT = (st.text(max_size=40)
+             | st.text(alphabet=st.sampled_from("ab1 :[]\\/"), max_size=14)
+             | st.text(alphabet="ab ", min_size=215, max_size=225)
+             | st.sampled_from(["note: a:smile:b", "x\ty", "é 漢字", " pad ", "", "x\\",
+                                "kafkatx: problem: [bold]x[/]", "a\\[b]", "x" * 220,
+                                "ages at: 2026-11-29T03:56:31.775Z (capture time)"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINE_TEXT, PRINT_OPTIONS)
+def test_stdout_lines_are_riches(text: str, options: dict[str, object]) -> None:
+    """``StdoutLines.print`` on a pipe writes what rich's stdout console writes for the same
+    print (a line longer than the console folded, markup, emoji codes), or hands it to rich."""
+    from kafkatx.cli.output import StdoutLines, stdout_console
+
+    assert _written(StdoutLines(io.StringIO()), "print", text, **options) == \
+        _written(stdout_console(io.StringIO()), "print", text, **options)
 
 
 def test_dump_of_other_files_still_loads_their_decoders() -> None:
@@ -285,19 +305,19 @@ def test_lso_does_not_compare_a_single_copy() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(max_size=40) | st.sampled_from(["note: a:smile:b", "x\ty", "é 漢字", " pad ",
-                                                "kafkatx: problem: [bold]x[/]", ""]),
-       st.booleans())
-def test_stderr_lines_are_riches(text: str, highlight: bool) -> None:
-    """``StderrLines`` writes what rich's stderr console writes for the same print, or hands
-    the print to rich."""
+@given(LINE_TEXT, PRINT_OPTIONS)
+def test_stderr_lines_are_riches(text: str, options: dict[str, object]) -> None:
+    """``StderrLines`` writes what rich's stderr console (soft-wrapped: long lines whole)
+    writes for the same print, or hands the print to rich."""
     from kafkatx.cli.output import StderrLines, stderr_console
 
     def printed(make: object) -> str:
         saved, sys.stderr = sys.stderr, io.StringIO()
         try:
-            make().print(text, markup=False, highlight=highlight)  # type: ignore[operator]
+            make().print(text, **options)  # type: ignore[operator]
             return sys.stderr.getvalue()
+        except Exception as error:  # rich's markup error, the same either way
+            return type(error).__name__
         finally:
             sys.stderr = saved
 

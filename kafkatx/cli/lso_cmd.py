@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.replay_result import Transaction
 from kafkatx.cli.analysis_options import AnalysisCliOptions, analysis_options, run_inspection
-from kafkatx.cli.output import emoji_option, format_option, stdout_console, write_json
+from kafkatx.cli.output import StdoutLines, emoji_option, format_option, write_json
 from kafkatx.cli.render import (
     STUCK_HELP,
     lso_table,
@@ -21,6 +23,9 @@ from kafkatx.cli.render import (
     stuck,
     table_footer,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 CSV_COLUMNS = (
     "topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",
@@ -78,13 +83,18 @@ def lso_command(paths: tuple[str, ...], fmt: str, only_stuck: bool,
         for r in reports:
             writer.writerow(csv_row(r))
     else:
-        out = stdout_console()
         print_view_line(analysis.view)
-        if reports:
-            lso_table(reports, now_ms=result.now_ms).render(out)
-        if any(r.open_transactions for r in reports):
-            ages = now_text(result)
-            out.print(ages, style="dim", markup=False, highlight=False,
-                      emoji=emoji_option(ages))
-        table_footer(reports, out)
+        print_table(reports, result.now_ms, now_text(result), StdoutLines())
     sys.stdout.flush()
+
+
+def print_table(reports: Sequence[PartitionReport], now_ms: int | None, ages: str,
+                out: Console | StdoutLines) -> None:
+    """The table form: the partitions, what their ages are measured from (``ages``, where a
+    transaction is open) and the footer. On a :class:`StdoutLines`, rich only for what a plain
+    line or table cannot say."""
+    if reports:
+        lso_table(reports, now_ms=now_ms).render(out)
+    if any(r.open_transactions for r in reports):
+        out.print(ages, style="dim", markup=False, highlight=False, emoji=emoji_option(ages))
+    table_footer(reports, out)

@@ -120,12 +120,14 @@ def _plain_stream(stream: TextIO) -> bool:
     return not stream.isatty() and not _FORCE_TERMINAL & set(os.environ)
 
 
-def stdout_console() -> Console:
+def stdout_console(file: TextIO | None = None) -> Console:
+    """rich's console on stdout (or ``file``, written as stdout is)."""
     from rich.console import Console
 
+    file = sys.stdout if file is None else file
     # Piped or redirected tables keep every column whole instead of squeezing to 80 columns.
-    width = None if sys.stdout.isatty() else PIPED_WIDTH
-    return Console(file=sys.stdout, soft_wrap=False, width=width, highlight=False)
+    width = None if file.isatty() else PIPED_WIDTH
+    return Console(file=file, soft_wrap=False, width=width, highlight=False)
 
 
 def stderr_console() -> Console:
@@ -134,9 +136,37 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
+# What a print may ask and still be written plainly: the styles kafkatx prints lines in (no
+# colours, so rich writes none of them) and the options that change nothing else there.
+_PLAIN_STYLES = frozenset({None, "dim", "bold", "bold red", "yellow", "green"})
+_PLAIN_OPTIONS = frozenset({"markup", "highlight", "emoji", "style"})
+
+
+def plain_line(objects: tuple[Any, ...], options: dict[str, Any],
+               width: int | None) -> str | None:
+    """What rich's console on a stream with no colours writes for ``print(*objects,
+    **options)``, where that is one printable string that markup (none: no ``[``, or
+    ``markup=False``) and emoji codes (none: :func:`emoji_free`, or ``emoji=False``) leave as
+    it is, in one of ``_PLAIN_STYLES``, and ASCII no longer than ``width`` (None: a console
+    that soft-wraps, which never folds a line): the text and a newline. None where only rich
+    can tell."""
+    text = objects[0] if len(objects) == 1 else None
+    if not (isinstance(text, str) and _PLAIN_OPTIONS.issuperset(options)
+            and options.get("style") in _PLAIN_STYLES and text.isprintable()):
+        return None
+    if options.get("markup") is not False and "[" in text:
+        return None
+    if options.get("emoji") is not False and not emoji_free(text):
+        return None
+    if width is not None and not (text.isascii() and len(text) <= width):
+        return None
+    return text + "\n"
+
+
 class _LazyConsole:
     """A stream's rich console, created by ``make`` the first time something needs rich;
-    ``plain``: the stream is no terminal (rich would write no colours)."""
+    ``plain``: the stream is no terminal (rich would write no colours). What it does not
+    define itself is the console's."""
 
     def __init__(self, stream: TextIO, make: Callable[[], Console]) -> None:
         self._console: Console | None = None
@@ -149,42 +179,43 @@ class _LazyConsole:
             self._console = self._make()
         return self._console
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not set yet (a copy, a half-built object): not rich's
+            raise AttributeError(name)
+        return getattr(self.console, name)
+
 
 class StderrLines(_LazyConsole):
-    """stderr's console for lines of plain text: where stderr is no terminal, a line printed
-    with ``markup=False`` that is printable text without an emoji code is written as rich
-    would write it (the text and a newline, flushed) without importing rich; anything else
-    goes to :func:`stderr_console` (created then). tests/test_cli_startup.py proves the bytes
-    equal to rich's."""
+    """stderr's console for lines of plain text: where stderr is no terminal, a line
+    :func:`plain_line` can tell is written as rich would write it (the text and a newline,
+    flushed) without importing rich; anything else goes to :func:`stderr_console` (created
+    then). tests/test_cli_startup.py proves the bytes equal to rich's."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr, stderr_console)
 
     def print(self, *objects: Any, **options: Any) -> None:
-        text = objects[0] if len(objects) == 1 else None
-        if (self.plain and self._console is None and isinstance(text, str)
-                and options.get("markup") is False and set(options) <= {"markup", "highlight"}
-                and text.isprintable() and emoji_free(text)):
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
+        line = plain_line(objects, options, None) \
+            if self.plain and self._console is None else None
+        if line is None:
+            self.console.print(*objects, **options)
             return
-        self.console.print(*objects, **options)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.console, name)
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 class StdoutLines(_LazyConsole):
-    """stdout's console (:func:`stdout_console`), created when something needs rich. Where
+    """stdout's (or ``file``'s) console (:func:`stdout_console`), created when something
+    needs rich. Where
     stdout is no terminal, what a plain writer asks of it is known without rich: no colours
-    (``color_system`` None), ``PIPED_WIDTH`` columns, and :meth:`heading` writes a
-    ``[bold]TEXT[/] [dim](NOTE)[/]`` line as rich would where TEXT is printable ASCII that
-    neither markup nor emoji codes change and the line fits (tests/test_cli_startup.py proves
-    the bytes equal to rich's)."""
+    (``color_system`` None), ``PIPED_WIDTH`` columns; :meth:`print` writes a line
+    :func:`plain_line` can tell (what fits in those columns) as rich would, and
+    :meth:`heading` a ``[bold]TEXT[/] [dim](NOTE)[/]`` line whose text markup does not change
+    (tests/test_cli_startup.py proves the bytes equal to rich's)."""
 
-    def __init__(self) -> None:
-        super().__init__(sys.stdout, stdout_console)
-        self.file = sys.stdout
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.file = sys.stdout if file is None else file
+        super().__init__(self.file, lambda: stdout_console(self.file))
 
     @property
     def color_system(self) -> str | None:
@@ -194,14 +225,20 @@ class StdoutLines(_LazyConsole):
     def width(self) -> int:
         return PIPED_WIDTH if self.plain else self.console.width
 
+    def print(self, *objects: Any, **options: Any) -> None:
+        line = plain_line(objects, options, PIPED_WIDTH) if self.plain else None
+        if line is None:
+            self.console.print(*objects, **options)
+            return
+        self.file.write(line)
+        self.file.flush()  # as rich does after each print: stderr's lines keep their place
+
     def heading(self, text: str, note: str) -> None:
         line = f"{text} ({note})"
-        if (self.plain and line.isascii() and line.isprintable()
-                and len(line) <= PIPED_WIDTH and not {"[", "\\"} & set(line)
-                and emoji_free(line)):
-            self.file.write(line + "\n")
-            return
-        self.console.print(f"[bold]{text}[/] [dim]({note})[/]")
+        if "[" in line or "\\" in line:  # the tags around TEXT and NOTE would be read otherwise
+            self.console.print(f"[bold]{text}[/] [dim]({note})[/]")
+        else:
+            self.print(line)
 
 
 def write_utf8(file: TextIO, data: bytes) -> None:

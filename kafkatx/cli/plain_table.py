@@ -21,6 +21,8 @@ from kafkatx.cli.output import emoji_free
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kafkatx.cli.output import StdoutLines
+
 
 class Col(Protocol):
     """What a column needs here (``kafkatx.cli.render.Col`` has it)."""
@@ -34,14 +36,22 @@ _PRINTABLE_ASCII = frozenset(chr(c) for c in range(32, 127))
 _ONE_CELL = _PRINTABLE_ASCII | {"\u21b3", "\u2026", "\u2212"}
 
 
-def cell_text(out: Console, cell: str) -> str | None:
-    """The cell as rich shows it (markup applied), or None when that is not plain printable
-    ASCII (and the glyphs of ``_ONE_CELL``) or holds an emoji code."""
+def emoji_unchanged(text: str) -> bool:
+    """Whether rich's emoji codes leave ``text`` (no markup) as it is; rich is imported only
+    where :func:`emoji_free` cannot tell."""
+    if emoji_free(text):
+        return True
     from rich._emoji_replace import _emoji_replace
 
+    return _emoji_replace(text) == text
+
+
+def cell_text(out: Console | StdoutLines, cell: str) -> str | None:
+    """The cell as rich shows it (markup applied), or None when that is not plain printable
+    ASCII (and the glyphs of ``_ONE_CELL``) or holds an emoji code."""
     if "[" in cell:
         text = out.render_str(cell).plain
-    elif not emoji_free(cell) and _emoji_replace(cell) != cell:
+    elif not emoji_unchanged(cell):
         return None
     else:
         text = cell
@@ -52,8 +62,9 @@ def cell_text(out: Console, cell: str) -> str | None:
     return text
 
 
-def plain_table_text(out: Console, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
-                     show_header: bool, gap: int) -> str | None:
+def plain_table_text(out: Console | StdoutLines, columns: Sequence[Col],
+                     rows: Sequence[Sequence[str]], *, show_header: bool, gap: int
+                     ) -> str | None:
     """The text rich prints for a table of ``columns`` (``box=None``, no edge padding, ``gap``
     spaces between columns) on ``out``, or None where only rich can tell."""
     if out.color_system is not None or not rows:
@@ -76,16 +87,14 @@ def plain_table_text(out: Console, columns: Sequence[Col], rows: Sequence[Sequen
     return "\n".join(line % cells for cells in zip(*shown, strict=True)) + "\n"
 
 
-def _column_texts(out: Console, cells: Sequence[str]) -> Sequence[str] | None:
+def _column_texts(out: Console | StdoutLines, cells: Sequence[str]) -> Sequence[str] | None:
     """:func:`cell_text` of each of ``cells``, or None when one has none."""
-    from rich._emoji_replace import _emoji_replace
-
     distinct = set(cells)  # a column's cells repeat (a status, a producer, empty cells)
     # All at once, when no cell has markup, an emoji code (a space between cells ends any
     # ``:name:`` span), spaces at an end, or characters beyond the plain ones: shown as they are.
     joined = " ".join(distinct)
     lines = "\n".join(distinct)
-    if ("[" not in joined and (emoji_free(joined) or _emoji_replace(joined) == joined)
+    if ("[" not in joined and emoji_unchanged(joined)
             and ((joined.isascii() and joined.isprintable()) or _ONE_CELL.issuperset(joined))
             and lines[:1] != " " and lines[-1:] != " " and " \n" not in lines
             and "\n " not in lines):

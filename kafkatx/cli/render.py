@@ -12,7 +12,7 @@ from kafkatx.analysis.findings import ERROR, INFO, KINDS, WARNING, Finding, Step
 from kafkatx.analysis.partition_report import PartitionReport
 from kafkatx.analysis.timefmt import duration, iso_ms
 from kafkatx.analysis.view_names import AFTER_RESTART, VIEW_LINES
-from kafkatx.cli.output import emoji_option, glyph, stderr_console, stdout_console
+from kafkatx.cli.output import StderrLines, StdoutLines, emoji_option, glyph
 from kafkatx.cli.plain_table import plain_table_text
 from kafkatx.engines.local import Inspection
 from kafkatx.formats.internal_topics import METADATA_TOPIC
@@ -40,7 +40,10 @@ WRAP_WORD = 24  # longer words (a record's contents) are folded rather than kept
 
 
 def escape(text: str) -> str:
-    """rich's markup escape of ``text``."""
+    """rich's markup escape of ``text`` (which leaves it as it is without a ``[`` or a
+    backslash at its end: rich is not imported for those)."""
+    if "[" not in text and not text.endswith("\\"):
+        return text
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
@@ -123,8 +126,10 @@ class FitTable:
             table.add_row(*(cells[i] for i in shown), style=style)
         return table, dropped, needed()
 
-    def render(self, out: Console, *, note: bool = True) -> list[str]:
-        """Print the table fitted to ``out``; with ``note``, say which columns gave way."""
+    def render(self, out: Console | StdoutLines, *, note: bool = True) -> list[str]:
+        """Print the table fitted to ``out``; with ``note``, say which columns gave way.
+        Piped (``out`` a :class:`StdoutLines` of a pipe), a table ``plain_table_text`` writes
+        needs no rich."""
         plain = None if self.title else plain_table_text(
             out, self.columns, [cells for cells, _ in self.rows], show_header=self.show_header,
             gap=TABLE_GAP)
@@ -166,8 +171,8 @@ def print_view_line(view: str) -> None:
     """The first line of a table: which view answers (only the restart view says it; the
     view as found is every command's default)."""
     if view == AFTER_RESTART:
-        stdout_console().print(VIEW_LINES[view], style="bold", highlight=False, markup=False,
-                               emoji=emoji_option(VIEW_LINES[view]))
+        StdoutLines().print(VIEW_LINES[view], style="bold", highlight=False, markup=False,
+                            emoji=emoji_option(VIEW_LINES[view]))
 
 
 
@@ -285,7 +290,7 @@ def worst_first(reports: Sequence[PartitionReport], out: Console
     return ranked[:room], len(reports) - room
 
 
-def table_footer(reports: Sequence[PartitionReport], out: Console) -> None:
+def table_footer(reports: Sequence[PartitionReport], out: Console | StdoutLines) -> None:
     # KRaft keeps the metadata log's high watermark in memory, never in a checkpoint file
     unknown = [r for r in reports if r.high_watermark is None and r.topic != METADATA_TOPIC]
     if unknown:
@@ -305,8 +310,8 @@ def print_problems(result: Inspection) -> None:
     lines = [f"kafkatx: warning: {p}" for p in result.problems]
     if not result.partitions:
         lines.append("kafkatx: warning: no live partition found")
-    if lines:  # the stderr console (rich) only when there is something to say
-        err = stderr_console()
+    if lines:  # rich's stderr console only for what a plain line cannot say
+        err = StderrLines()
         for line in lines:
             err.print(line, markup=False, emoji=emoji_option(line))
 
