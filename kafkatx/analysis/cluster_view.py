@@ -47,6 +47,8 @@ class RaftLeaderChange:
 
 @dataclass(slots=True)
 class ClusterView:
+    """A KRaft metadata log read as Kafka loads it, and the history behind it."""
+
     path: str
     image: ClusterImage  # Kafka's: newest snapshot + log tail
     history: ClusterImage  # from the earliest gap-free point

@@ -69,6 +69,8 @@ BEYOND_HW = "beyond_high_watermark"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayedRecord:
+    """A record as a consumer of the partition meets it: visible or why not."""
+
     record: Record
     producer_id: int
     producer_epoch: int

@@ -96,6 +96,8 @@ NAME_TYPES = {
 
 @dataclass(slots=True)
 class DumpStats:
+    """What a ``dump`` run read, could not read, skipped and found wrong."""
+
     files: int = 0
     unreadable: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)

@@ -7,6 +7,8 @@ from kafkatx.lazy_dataclass import dataclass
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DumpFilter:
+    """Which batches ``dump`` shows: producers, epoch, offsets, transactional id."""
+
     producer_ids: frozenset[int] | None = None
     producer_epoch: int | None = None
     from_offset: int | None = None

@@ -213,6 +213,8 @@ GROUP_PARTITION_FIELDS: tuple[tuple[str, str], ...] = (
 
 @dataclass(slots=True, kw_only=True)
 class GroupPartition:
+    """One group's committed offset of one partition, and its lag."""
+
     group: str
     topic: str
     partition: int
@@ -260,6 +262,8 @@ class GroupPartition:
 
 @dataclass(slots=True, kw_only=True)
 class GroupSummary:
+    """One consumer group: its state, members and what it has committed."""
+
     group: str
     # classic: Stable / Empty (members in the last group metadata; Empty for a group that only
     # commits offsets); consumer (KIP-848): Empty / Assigning / Reconciling / Stable

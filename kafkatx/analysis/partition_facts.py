@@ -27,6 +27,8 @@ class EpochRun:
 
 @dataclass(frozen=True, slots=True)
 class ProducerSeen:
+    """The first batch of a producer id in a partition's log."""
+
     producer_id: int
     first_offset: int
     path: str
@@ -48,6 +50,8 @@ class CommitSeen:
 
 @dataclass(slots=True)
 class PartitionFacts:
+    """What a partition's files say beside its batches: topic id, epochs, producers."""
+
     topic: str
     partition: int
     path: str

@@ -16,6 +16,8 @@ LSO_COLUMNS = (
 
 @dataclass(slots=True, kw_only=True)
 class PartitionReport:
+    """One partition's answer: offsets, LSO and what holds it, transactions, findings."""
+
     topic: str
     partition: int
     path: str

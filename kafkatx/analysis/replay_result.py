@@ -100,6 +100,8 @@ class SnapshotCheckpoint:
 
 @dataclass(slots=True, kw_only=True)
 class ReplayResult:
+    """A partition's log replayed: its transactions, events and producer state."""
+
     transactions: list[Transaction] = field(default_factory=list)
     expected_aborted: list[ExpectedAbortedTxn] = field(default_factory=list)
     events: list[ReplayEvent] = field(default_factory=list)

@@ -35,6 +35,8 @@ DIVERGED = "diverged"
 
 @dataclass(slots=True)
 class _Batches:
+    """One copy's batch-header columns the replica comparison reads."""
+
     base: np.ndarray
     last: np.ndarray
     epoch: np.ndarray
@@ -101,6 +103,8 @@ class ReplicaCopy:
 
 @dataclass(slots=True, kw_only=True)
 class ReplicaComparison:
+    """Several brokers' copies of one partition, compared."""
+
     topic: str
     partition: int
     copies: list[ReplicaCopy]

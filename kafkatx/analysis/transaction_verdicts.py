@@ -144,6 +144,8 @@ class MissingMarker:
 
 @dataclass(slots=True, kw_only=True)
 class PartitionJoin:
+    """A data partition's transactions joined with their coordinator's."""
+
     topic: str
     partition: int
     verdicts: list[DataVerdict] = field(default_factory=list)

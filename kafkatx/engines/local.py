@@ -105,6 +105,8 @@ DEFAULT_OPTIONS = AnalysisOptions()
 
 @dataclass(slots=True, kw_only=True)
 class Inspection:
+    """Everything one inspection of log dirs found."""
+
     partitions: list[PartitionReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)

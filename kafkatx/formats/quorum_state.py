@@ -29,6 +29,8 @@ def _camel(name: str) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QuorumState:
+    """A KRaft ``quorum-state`` file's fields."""
+
     data_version: int
     leader_id: int = -1
     leader_epoch: int = -1

@@ -60,6 +60,8 @@ class Templates:
 
 @dataclass(frozen=True, slots=True)
 class Formatted:
+    """A batch's records as JSON text, how many, and whether a bound stopped it."""
+
     text: str
     written: int
     stopped: bool  # a record above max_offset was met

@@ -146,6 +146,8 @@ class LeaderEpochChange:
 
 @dataclass(slots=True)
 class Topic:
+    """A topic in the cluster image: its id, partitions and leader epochs."""
+
     name: str
     topic_id: str
     created: Where

@@ -31,6 +31,8 @@ INITIAL_ASSIGNMENT_EPOCH = 1  # TargetAssignmentMetadata.INITIAL (Kafka 4.4)
 
 @dataclass
 class ConsumerGroupMember:
+    """A member of a consumer (KIP-848) group."""
+
     member_id: str
     client_id: str = ""
     client_host: str = ""
@@ -44,6 +46,8 @@ class ConsumerGroupMember:
 
 @dataclass
 class ConsumerGroup:
+    """A consumer (KIP-848) group: its epochs and members."""
+
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = INITIAL_ASSIGNMENT_EPOCH

@@ -72,6 +72,8 @@ class OffsetMap:
 
 @dataclass(slots=True)
 class _AbortedTxnMetadata:
+    """``AbortedTransactionMetadata``: an aborted transaction the cleaner walks through."""
+
     entry: AbortedTxnEntry
     last_observed_batch_offset: int | None = None
 

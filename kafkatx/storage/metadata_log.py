@@ -42,6 +42,8 @@ class MetadataEntry:
 
 @dataclass(slots=True)
 class MetadataLogDir:
+    """A ``__cluster_metadata-0`` directory's segments, snapshots and quorum state."""
+
     path: Path
     segments: list[tuple[int, Path]] = field(default_factory=list)  # (base offset, path)
     snapshots: list[tuple[SnapshotId, Path]] = field(default_factory=list)

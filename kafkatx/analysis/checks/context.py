@@ -51,6 +51,8 @@ class SegmentContext:
 
 @dataclass(slots=True, kw_only=True)
 class SnapshotFile:
+    """A producer-state ``.snapshot`` file of the partition, read."""
+
     offset: int  # exclusive end offset from the file name
     path: str
     snapshot: ProducerSnapshot
