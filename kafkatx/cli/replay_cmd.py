@@ -28,6 +28,7 @@ from kafkatx.cli.offset_range import OFFSET, check_offset_range
 from kafkatx.cli.output import (
     JsonWriter,
     StderrLines,
+    StdoutLines,
     format_option,
     stderr_console,
     stdout_console,
@@ -132,7 +133,8 @@ def replay_command(
         if fmt in ("jsonl", "csv") and not diff:
             writer = ReplayWriter(fmt, view, sys.stdout)
         elif fmt == "table" and not (diff or records):
-            writer = TableWriter(view, stdout_console(), table_cells)
+            # rich's console only where a chunk needs it (a terminal, a row the C writer leaves)
+            writer = TableWriter(view, StdoutLines(), table_cells)
         formatter = None if writer is None else writer.segment
         if formatter is not None and engine.output is not None:
             formatter = out.tee_formatter(formatter, view)
