@@ -116,7 +116,8 @@ def _make(cls: T, *, frozen: bool, slots: bool, kw_only: bool, eq: bool, order: 
     if not documented:
         import inspect
 
-        made.__init__ = compile_init(made, slots=slots)  # type: ignore[misc]
+        if "__init__" not in own:
+            made.__init__ = compile_init(made, slots=slots)  # type: ignore[misc]
         made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
     return made
 
@@ -125,7 +126,7 @@ def _on_first_call(cls: type, name: str, make: Callable[[], Callable[..., Any]]
                    ) -> Callable[..., Any]:
     """A stand-in for method ``name`` that, called, puts ``make()``'s method on ``cls`` and runs
     it: the method is compiled once, for classes that use it."""
-    def first_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def first_call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         method = make()
         setattr(cls, name, method)
         return method(self, *args, **kwargs)
@@ -211,7 +212,7 @@ def _tiered_init(cls: type, *, slots: bool) -> Callable[..., None]:
     plan: _InitPlan | None = None
     calls = 0
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:  # a field may be "self"
         nonlocal plan, calls
         calls += 1
         if calls <= COMPILE_AFTER_CALLS:

@@ -275,3 +275,24 @@ def test_init_assigns_from_a_plan_then_compiles() -> None:
     assert (last.key, last.values, last.seen) == ("x", [], 2)
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'key'"):
         Row()
+
+
+def test_a_field_named_self_and_an_own_init() -> None:
+    @lazy.dataclass(kw_only=True)
+    class Odd:
+        self: int
+        other: int = 0
+
+    theirs = dataclasses.dataclass(kw_only=True)(
+        type("Odd", (), {"__annotations__": {"self": "int", "other": "int"}, "other": 0}))
+    assert (Odd(self=1).self, Odd.__doc__) == (1, theirs.__doc__)
+
+    def own_init(self: Any, text: str) -> None:
+        self.a = len(text)
+
+    made = {}
+    for name, decorator in (("ours", lazy.dataclass), ("theirs", dataclasses.dataclass)):
+        made[name] = decorator(type("Own", (), {"__annotations__": {"a": "int"},
+                                                "__init__": own_init}))
+    assert made["ours"]("abc").a == 3
+    assert made["ours"].__doc__ == made["theirs"].__doc__
