@@ -1,17 +1,17 @@
 """Peak memory of ``lso`` and ``inspect`` on one large segment, each command its own process.
 
     python benchmarks/peak_memory.py [--batches 2000000,8000000] [--commands lso,inspect]
-                                     [--kafkatx-root ../other-checkout]
+                                     [--txn-batches 50] [--kafkatx-root ../other-checkout]
 
 For each size a log dir from ``txn_logdir.py`` (one partition of one-record ~128-byte
-transactional batches, 7 producers, a COMMIT after every 50 of a producer's batches; 2 M
-batches are a ~250 MiB segment, 8 M ~1 GiB) is built once under ``benchmarks/data/`` (in a
-child process, whose memory no command inherits). Each command then runs once, with ``/proc``
-sampled every 5 ms: the table gives the peak RSS (``ru_maxrss``), the largest anonymous
-memory (``RssAnon``: what the process allocated) and the largest resident part of mapped files
-(``RssFile``: the segment's pages while it is walked, plus the interpreter's own libraries),
-and the peak anonymous memory per batch of the segment. Not a test; figures go to
-benchmarks/README.md.
+transactional batches, 7 producers, a COMMIT after every 50 (``--txn-batches``) of a
+producer's batches; 2 M batches are a ~250 MiB segment, 8 M ~1 GiB) is built once under
+``benchmarks/data/`` (in a child process, whose memory no command inherits). Each command
+then runs once, with ``/proc`` sampled every 5 ms: the table gives the peak RSS
+(``ru_maxrss``), the largest anonymous memory (``RssAnon``: what the process allocated) and
+the largest resident part of mapped files (``RssFile``: the segment's pages while it is
+walked, plus the interpreter's own libraries), and the peak anonymous memory per batch of the
+segment. Not a test; figures go to benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="2000000,8000000", help="segment sizes, in batches")
     ap.add_argument("--commands", default=",".join(COMMANDS))
+    ap.add_argument("--txn-batches", type=int, default=SMALL["txn_batches"],
+                    help="a producer's data batches a transaction (1: a marker after each)")
     ap.add_argument("--kafkatx-root", type=Path, default=ROOT,
                     help="the checkout whose kafkatx runs (before/after comparisons)")
     args = ap.parse_args(argv)
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'segment':>18} {'command':<8} {'wall s':>7} {'cpu s':>6} {'peak RSS MB':>12} "
           f"{'RssAnon MB':>11} {'RssFile MB':>11} {'anon B/batch':>13}")
     for batches in (int(b) for b in args.batches.split(",")):
-        shape = Shape(producers=7, **{**SMALL, "batches": batches})
+        shape = Shape(producers=7, **{**SMALL, "batches": batches,
+                                      "txn_batches": args.txn_batches})
         root = build_in_child(shape)
         log = root / f"{TOPIC}-0" / "00000000000000000000.log"
         rows = shape.batches + shape.batches // shape.txn_batches

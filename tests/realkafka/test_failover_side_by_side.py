@@ -123,12 +123,33 @@ def workload(brokers: Brokers) -> Outcome:
     brokers.kill(group_coordinator)
     reader = ck.Consumer({"bootstrap.servers": brokers.bootstrap, "group.id": GROUP, **QUIET})
     try:
-        offsets = reader.committed([ck.TopicPartition(TOPIC, p) for p in range(3)], timeout=90)
+        offsets = committed(reader, [ck.TopicPartition(TOPIC, p) for p in range(3)], 90)
     finally:
         reader.close()
     brokers.restart(group_coordinator)
     return Outcome(commit, abort, tuple(sorted(received)),
                    tuple(tp.offset for tp in offsets))
+
+
+# What a client is told while a killed group coordinator's partition moves (Kafka 4.4.0 with
+# librdkafka has answered OffsetFetch with NOT_COORDINATOR once the new one was found): asked
+# again, as an application would.
+COORDINATOR_MOVING = frozenset({ck.KafkaError.NOT_COORDINATOR,
+                                ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                ck.KafkaError.COORDINATOR_NOT_AVAILABLE})
+
+
+def committed(reader: ck.Consumer, partitions: list[ck.TopicPartition],
+              timeout: float) -> list[ck.TopicPartition]:
+    """``reader.committed(partitions)``, asked again while the group's coordinator moves."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return reader.committed(partitions, timeout=max(1.0, deadline - time.monotonic()))
+        except ck.KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
