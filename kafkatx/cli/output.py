@@ -206,10 +206,9 @@ class StderrLines(_LazyConsole):
 
 class StdoutLines(_LazyConsole):
     """stdout's (or ``file``'s) console (:func:`stdout_console`), created when something
-    needs rich. Where
-    stdout is no terminal, what a plain writer asks of it is known without rich: no colours
-    (``color_system`` None), ``PIPED_WIDTH`` columns; :meth:`print` writes a line
-    :func:`plain_line` can tell (what fits in those columns) as rich would, and
+    needs rich. Where stdout is no terminal, what a plain writer asks of it is known without
+    rich: no colours (``color_system`` None), ``PIPED_WIDTH`` columns; :meth:`print` writes a
+    line :func:`plain_line` can tell (what fits in those columns) as rich would, and
     :meth:`heading` a ``[bold]TEXT[/] [dim](NOTE)[/]`` line whose text markup does not change
     (tests/test_cli_startup.py proves the bytes equal to rich's)."""
 
