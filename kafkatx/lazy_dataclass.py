@@ -220,7 +220,8 @@ def _tiered_init(cls: type, *, slots: bool) -> Callable[..., None]:
                 plan = _InitPlan(cls, slots=slots)
             if plan.assign(self, args, kwargs):
                 return
-        init = compile_init(cls, slots=slots)  # also where the arguments are wrong: its error
+        # also where the arguments are wrong: its error
+        init = compile_init(cls, slots=slots, plan=plan)
         cls.__init__ = init  # type: ignore[misc]
         init(self, *args, **kwargs)
 
@@ -232,32 +233,35 @@ _ARGUMENT, _FACTORY, _DEFAULT = range(3)
 
 
 class _InitPlan:
-    """What ``cls``'s compiled ``__init__`` does, as data: which parameters it takes, then each
-    field's value (an argument or its default, a factory's product, a slot's default)."""
+    """What ``cls``'s ``__init__`` does (dataclasses' ``_init_fn``), as data: its parameters,
+    then each field's value in field order (an argument or its default, a factory's product, a
+    slot's default). :meth:`assign` carries it out; :func:`compile_init` writes it as source."""
 
     def __init__(self, cls: type, *, slots: bool) -> None:
-        fields = dataclasses.fields(cls)
+        self.fields = dataclasses.fields(cls)
         self.frozen = cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
         self.post_init = hasattr(cls, "__post_init__")
-        self.positional = [f.name for f in fields if f.init and not f.kw_only]
-        self.parameters = {f.name for f in fields if f.init}
-        self.required = [f.name for f in fields if f.init and f.default is MISSING
+        self.positional = [f for f in self.fields if f.init and not f.kw_only]
+        self.keyword = [f for f in self.fields if f.init and f.kw_only]
+        self.parameters = {f.name for f in self.fields if f.init}
+        self.required = [f.name for f in self.fields if f.init and f.default is MISSING
                          and f.default_factory is MISSING]
         self.steps: list[tuple[str, int, Any]] = []
-        for f in fields:
+        for f in self.fields:
             if f.default_factory is not MISSING:
                 self.steps.append((f.name, _FACTORY, (f.default_factory, f.init)))
             elif f.init:
                 self.steps.append((f.name, _ARGUMENT, f.default))
             elif slots and f.default is not MISSING:
                 self.steps.append((f.name, _DEFAULT, f.default))
+            # else: the class attribute holds the default
 
     def assign(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Set ``obj``'s fields from the call's arguments; False (nothing done) where they do
         not bind (the compiled ``__init__`` then says why)."""
         if len(args) > len(self.positional):
             return False
-        values = dict(zip(self.positional, args, strict=False))
+        values = {f.name: value for f, value in zip(self.positional, args, strict=False)}
         for name, value in kwargs.items():
             if name in values or name not in self.parameters:
                 return False
@@ -279,43 +283,43 @@ class _InitPlan:
         return True
 
 
-def compile_init(cls: type, *, slots: bool) -> Callable[..., None]:
-    """``cls.__init__`` from the source ``dataclasses`` writes for it (``_init_fn``)."""
-    fields = dataclasses.fields(cls)
-    frozen = cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    self_name = "__dataclass_self__" if "self" in {f.name for f in fields} else "self"
+def compile_init(cls: type, *, slots: bool, plan: _InitPlan | None = None
+                 ) -> Callable[..., None]:
+    """``cls.__init__`` from the source ``dataclasses`` writes for it (``_init_fn``): its
+    :class:`_InitPlan` (``plan``, made here when None) as source."""
+    plan = _InitPlan(cls, slots=slots) if plan is None else plan
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in plan.fields) else "self"
     names: dict[str, Any] = {"_HAS_DEFAULT_FACTORY": HAS_DEFAULT_FACTORY,
                              "_object_setattr": object.__setattr__}
-    params, keyword_params, body = [], [], []
-    for f in fields:
-        default = f"_dflt_{f.name}"
-        names[f"_type_{f.name}"] = f.type
-        if f.init:
-            param = f"{f.name}:_type_{f.name}"
-            if f.default is not MISSING:
-                param += f"={default}"
-            elif f.default_factory is not MISSING:
-                param += "=_HAS_DEFAULT_FACTORY"
-            (keyword_params if f.kw_only else params).append(param)
+    names.update((f"_type_{f.name}", f.type) for f in plan.fields)
+
+    def parameter(f: dataclasses.Field[Any]) -> str:
+        if f.default is not MISSING:
+            return f"{f.name}:_type_{f.name}=_dflt_{f.name}"
         if f.default_factory is not MISSING:
-            names[default] = f.default_factory
-            value = (f"{default}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
-                     if f.init else f"{default}()")
-        elif f.init:
-            if f.default is not MISSING:
-                names[default] = f.default
-            value = f.name
-        elif slots and f.default is not MISSING:
-            names[default] = f.default
-            value = default
+            return f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY"
+        return f"{f.name}:_type_{f.name}"
+
+    params = [self_name, *map(parameter, plan.positional)]
+    if plan.keyword:
+        params += ["*", *map(parameter, plan.keyword)]
+    body = []
+    for name, kind, extra in plan.steps:
+        default = f"_dflt_{name}"
+        if kind == _ARGUMENT:
+            if extra is not MISSING:
+                names[default] = extra
+            value = name
+        elif kind == _FACTORY:
+            names[default], init = extra
+            value = f"{default}() if {name} is _HAS_DEFAULT_FACTORY else {name}" if init \
+                else f"{default}()"
         else:
-            continue  # the class attribute holds the default
-        body.append(f"_object_setattr({self_name},{f.name!r},{value})" if frozen
-                    else f"{self_name}.{f.name}={value}")
-    if hasattr(cls, "__post_init__"):
+            names[default] = extra
+            value = default
+        body.append(f"_object_setattr({self_name},{name!r},{value})" if plan.frozen
+                    else f"{self_name}.{name}={value}")
+    if plan.post_init:
         body.append(f"{self_name}.__post_init__()")
-    if keyword_params:
-        params += ["*", *keyword_params]
-    source = (f"def __init__({','.join([self_name, *params])})->None:\n "
-              + "\n ".join(body or ["pass"]))
+    source = f"def __init__({','.join(params)})->None:\n " + "\n ".join(body or ["pass"])
     return _compile(cls, "__init__", source, names)
