@@ -232,8 +232,11 @@ def _prepare(pdir: PartitionDir, isolation: IsolationLevel, high_watermark: int 
     disagreements = _compare([e for e in from_files if _key(e) not in lone], rebuilt)
     aborted = rebuilt if index_source == "rebuild" else from_files
     pinning = None
-    for txn in replay.transactions:
-        if stable.held_by(txn.first_offset):
+    if stable.holder_first_offset is not None:
+        held = np.flatnonzero(replay.transactions.column("first_offset")
+                              == stable.holder_first_offset)
+        if len(held):
+            txn = replay.transactions[int(held[-1])]
             pinning = (txn.producer_id, txn.producer_epoch, txn.first_offset)
     if index_source == "file" and disagreements:
         notes.append("the .txnindex files and the ABORT markers disagree (below): this replay "

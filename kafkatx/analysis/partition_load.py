@@ -25,10 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from kafkatx.analysis.checks import SnapshotFile
 from kafkatx.analysis.replay import PartitionReplayer
-from kafkatx.analysis.replay_result import OPEN, ReplayResult, Transaction
+from kafkatx.analysis.replay_result import ReplayResult, Transaction
 from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
+from kafkatx.analysis.transaction_table import TransactionTable
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
@@ -121,24 +125,31 @@ def _reconcile(full: ReplayResult, loaded: ReplayResult) -> None:
     """Give ``full``'s transactions the first offsets the loaded state has, add the ones it
     never saw start (their batches lie below the log start offset), and take the loaded
     replay's ``.txnindex`` entries for the markers it replayed (it knows what they closed)."""
-    closed = {(t.producer_id, t.marker_offset): t for t in full.transactions
-              if t.marker_offset is not None}
-    for t in loaded.transactions:
-        if t.marker_offset is None:
-            continue
-        mine = closed.get((t.producer_id, t.marker_offset))
-        if mine is None:
-            full.transactions.append(t)  # full saw a marker closing nothing: drop that event
+    table = full.transactions
+    theirs = loaded.transactions
+    with_marker = np.flatnonzero(~theirs.is_null("marker_offset"))
+    mine = _rows_closed_by(table, theirs.column("producer_id")[with_marker],
+                           theirs.column("marker_offset")[with_marker])
+    firsts = table.column("first_offset")
+    their_firsts = theirs.column("first_offset")[with_marker]
+    # Only the markers full missed, or whose transaction began earlier in the loaded view.
+    need = (mine < 0) | (their_firsts < firsts[np.maximum(mine, 0)]) if len(firsts) else mine < 0
+    for i in np.flatnonzero(need).tolist():
+        row, t = int(mine[i]), theirs[int(with_marker[i])]
+        if row < 0:
+            table.append(t)  # full saw a marker closing nothing: drop that event
             full.events = [e for e in full.events if not (
                 e.kind == "empty_transaction" and e.batch.producer_id == t.producer_id
                 and e.batch.base_offset == t.marker_offset)]
-        elif t.first_offset < mine.first_offset:
-            mine.first_offset = t.first_offset
+        elif t.first_offset < firsts[row]:
+            table.set_field(row, "first_offset", t.first_offset)
+            firsts[row] = t.first_offset
+    table.settle()
     tail_entries = {(a.producer_id, a.last_offset): a for a in loaded.expected_aborted}
     full.expected_aborted = [tail_entries.pop((a.producer_id, a.last_offset), a)
                              for a in full.expected_aborted] + list(tail_entries.values())
     full.expected_aborted.sort(key=lambda a: a.last_offset)
-    open_in_full = {t.producer_id: t for t in full.transactions if t.outcome == OPEN}
+    open_in_full = {t.producer_id: t for t in full.open_transactions}
     for txn in loaded.state.ongoing_txns.values():
         entry = loaded.state.producers.get(txn.producer_id)
         t = open_in_full.get(txn.producer_id)
@@ -153,4 +164,26 @@ def _reconcile(full: ReplayResult, loaded: ReplayResult) -> None:
             first_offset=txn.first_offset,
             last_data_offset=last_data if last_data >= 0 else txn.first_offset,
             first_timestamp=last_ts, last_timestamp=last_ts))
-    full.transactions.sort(key=lambda t: t.first_offset)
+    full.transactions.sort_by_first_offset()
+
+
+def _rows_closed_by(table: TransactionTable, producer_ids: npt.NDArray[np.int64],
+                    marker_offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """For each (producer id, marker offset): the last row of ``table`` its marker closed
+    (-1: none)."""
+    out = np.full(len(marker_offsets), -1, dtype=np.int64)
+    if not len(marker_offsets) or not len(table):
+        return out
+    have = np.flatnonzero(~table.is_null("marker_offset"))
+    offsets = table.column("marker_offset")[have]
+    order = np.argsort(offsets, kind="stable")
+    sorted_offsets = offsets[order]
+    lo = np.searchsorted(sorted_offsets, marker_offsets, side="left")
+    hi = np.searchsorted(sorted_offsets, marker_offsets, side="right")
+    pids = table.column("producer_id")[have]
+    for i in np.flatnonzero(hi > lo).tolist():
+        rows = have[order[lo[i]:hi[i]]]
+        rows = rows[pids[order[lo[i]:hi[i]]] == producer_ids[i]]
+        if len(rows):
+            out[i] = int(rows.max())
+    return out

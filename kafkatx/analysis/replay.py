@@ -91,6 +91,7 @@ class PartitionReplayer:
         columnar: bool = True,
         run_rows: int = RUN_ROWS,
         forget_settled: int | None = None,
+        high_watermark: int | None = None,
     ) -> None:
         """``columnar``: replay the common case in bulk (:mod:`producer_state_columnar`);
         False: every batch through the per-batch core (the reference; same results).
@@ -104,6 +105,7 @@ class PartitionReplayer:
         self.columnar = columnar
         self.run_rows = run_rows
         self.forget_settled = forget_settled
+        self.high_watermark = high_watermark
         self._fed_end: int | None = None  # the last offset fed so far (forget_settled)
         self.result = ReplayResult(state=state or ProducerStateManager())
         # Offset commits in __consumer_offsets are appended by the group coordinator (origin
@@ -151,8 +153,11 @@ class PartitionReplayer:
             self._feed_columnar(scan)
         else:
             self.feed_per_batch(scan)
+        self.result.transactions.settle()
         if self.forget_settled is not None:
             self._forget_settled(min(self.forget_settled, self.result.log_end_offset))
+        elif self.high_watermark is not None:
+            self._settle_state(min(self.high_watermark, self.result.log_end_offset))
 
     def _check_offsets_go_up(self, h: HeaderColumns) -> None:
         if not len(h):
@@ -173,9 +178,15 @@ class PartitionReplayer:
         """Drop what no longer decides anything once the HW reaches ``high_watermark``: the
         completed transactions with their marker below it (the state's newest unreplicated
         one stays: ``_bulk`` compares offsets with it)."""
+        table = self.result.transactions
+        table.keep(table.is_null("marker_offset")
+                   | (table.column("marker_offset") >= high_watermark))
+        self._settle_state(high_watermark)
+
+    def _settle_state(self, high_watermark: int) -> None:
+        """``onHighWatermarkUpdated`` on the state, but for its newest unreplicated
+        transaction (``_bulk`` compares offsets with it)."""
         res = self.result
-        res.transactions = [t for t in res.transactions
-                            if t.marker_offset is None or t.marker_offset >= high_watermark]
         unreplicated = res.state.unreplicated_txns
         if len(unreplicated) > 1:
             res.state.on_high_watermark_updated(
@@ -528,40 +539,18 @@ class PartitionReplayer:
         marker_offset = base[marker_rows]
         lso = np.where(ongoing_other, first_offsets[np.minimum(head, len(end_row) - 1)]
                        if len(end_row) else 0, marker_offset + 1)
-        # Transactions: the run's own, then each marker's outcome.
+        # Each transaction's TxnMetadata (the state's), then each marker's .txnindex entry.
         res = self.result
         pids = plan.producer_id[plan.txn_producer]
-        txn_objs: dict[int, Transaction] = {}
-        new_meta: list[tuple[int, TxnMetadata]] = []
-        unkept = self._settled_in_run(start_refs, marker_refs, marker_offset, pids,
-                                      int(cols.last_offset[-1]))
-        for ref, pid, first, epoch, last_data, first_ts, last_ts, batches, records in zip(
-                start_refs.tolist(), pids[start_refs].tolist(),
-                plan.txn_first_offset[start_refs].tolist(), plan.txn_epoch[start_refs].tolist(),
-                plan.txn_last_data_offset[start_refs].tolist(),
-                plan.txn_first_timestamp[start_refs].tolist(),
-                plan.txn_last_timestamp[start_refs].tolist(),
-                plan.txn_batches[start_refs].tolist(), plan.txn_records[start_refs].tolist(),
-                strict=True):
-            new_meta.append((first, TxnMetadata(pid, first)))
-            if ref in unkept:
-                continue
-            txn = Transaction(producer_id=pid, producer_epoch=epoch, first_offset=first,
-                              last_data_offset=last_data, first_timestamp=first_ts,
-                              last_timestamp=last_ts, batches=batches, records=records)
-            txn_objs[ref] = txn
-            res.transactions.append(txn)
+        new_meta = [(first, TxnMetadata(pid, first)) for pid, first in zip(
+            pids[start_refs].tolist(), plan.txn_first_offset[start_refs].tolist(), strict=True)]
         metas = [m for _, m in new_meta]
         done: list[tuple[int, TxnMetadata]] = []
         aborted = cols.control_type[marker_rows] == ControlType.ABORT
         waits: list[tuple[int, int, int]] = []  # aborted ones a follower may write otherwise
-        for row, ref, j, pid, off, ts, epoch, coord, abort, stable in zip(
-                marker_rows.tolist(), marker_refs.tolist(), closing.tolist(),
-                pids[marker_refs].tolist(),
-                marker_offset.tolist(), cols.max_timestamp[marker_rows].tolist(),
-                cols.producer_epoch[marker_rows].tolist(),
-                cols.coordinator_epoch[marker_rows].tolist(), aborted.tolist(), lso.tolist(),
-                strict=True):
+        for row, j, pid, off, abort, stable in zip(
+                marker_rows.tolist(), closing.tolist(), pids[marker_refs].tolist(),
+                marker_offset.tolist(), aborted.tolist(), lso.tolist(), strict=True):
             meta = before[j] if j < n_before else metas[j - n_before]
             meta.last_offset = off
             done.append((meta.first_offset, meta))
@@ -571,21 +560,8 @@ class PartitionReplayer:
                 res.expected_aborted.append(ExpectedAbortedTxn(
                     producer_id=pid, first_offset=meta.first_offset, last_offset=off,
                     last_stable_offset=stable))
-            if ref in unkept:
-                self._open.pop(pid, None)
-                continue
-            txn = txn_objs.get(ref) or self._open[pid]
-            self._open.pop(pid, None)
-            self._last_closed[pid] = txn
-            txn.outcome = ABORTED if abort else COMMITTED
-            txn.marker_offset = off
-            txn.marker_timestamp = ts
-            txn.marker_epoch = epoch
-            txn.coordinator_epoch = coord
-            txn.last_stable_offset_at_marker = stable
-        for txn in txn_objs.values():
-            if txn.marker_offset is None:
-                self._open[txn.producer_id] = txn
+        self._bulk_transactions(cols, plan, start_refs, marker_refs, marker_rows, closing,
+                                n_before, aborted, lso, int(cols.last_offset[-1]))
         if waits or self._awaiting_next_txn:
             self._follower_lsos(list(zip(rows[start_ev].tolist(), pids[start_refs].tolist(),
                                          plan.txn_first_offset[start_refs].tolist(),
@@ -597,6 +573,63 @@ class PartitionReplayer:
                                     if still[n_before + i]])
         psm.unreplicated_txns.put_all(done)
         return True
+
+    def _bulk_transactions(self, cols: RunColumns, plan: RunPlan,
+                           start_refs: npt.NDArray[np.int64], marker_refs: npt.NDArray[np.int64],
+                           marker_rows: npt.NDArray[np.int64], closing: npt.NDArray[np.int64],
+                           n_before: int, aborted: npt.NDArray[np.bool_],
+                           lso: npt.NDArray[np.int64], last_offset: int) -> None:
+        """A bulk run's transactions, as columns: the run's own (each closed by the marker
+        ``closing`` points at it, else open and kept as an object the replay goes on with),
+        and the outcome of those it closes that began before it (objects already)."""
+        table = self.result.transactions
+        pids = plan.producer_id[plan.txn_producer]
+        marker_offset = cols.base_offset[marker_rows]
+        unkept = self._settled_in_run(start_refs, marker_refs, marker_offset, pids, last_offset)
+        k = len(start_refs)
+        new_closing = closing >= n_before
+        closed_by = np.full(k, -1, dtype=np.int64)  # a run transaction -> its marker
+        closed_by[closing[new_closing] - n_before] = np.flatnonzero(new_closing)
+        kept = (~np.isin(start_refs, np.fromiter(unkept, dtype=np.int64, count=len(unkept)))
+                if unkept else np.ones(k, dtype=bool))
+        row_of_start = table.extend_run(
+            {"producer_id": pids[start_refs], "producer_epoch": plan.txn_epoch[start_refs],
+             "first_offset": plan.txn_first_offset[start_refs],
+             "last_data_offset": plan.txn_last_data_offset[start_refs],
+             "first_timestamp": plan.txn_first_timestamp[start_refs],
+             "last_timestamp": plan.txn_last_timestamp[start_refs],
+             "batches": plan.txn_batches[start_refs], "records": plan.txn_records[start_refs]},
+            closed_by,
+            {"marker_offset": marker_offset, "marker_timestamp": cols.max_timestamp[marker_rows],
+             "marker_epoch": cols.producer_epoch[marker_rows],
+             "coordinator_epoch": cols.coordinator_epoch[marker_rows],
+             "last_stable_offset_at_marker": lso}, aborted, kept)
+        # Those that began before the run and end in it: their objects take the outcome.
+        marker_pids = pids[marker_refs]
+        closed_before: dict[int, Transaction] = {}
+        for i in np.flatnonzero(~new_closing).tolist():
+            closed_before[i] = self._open[int(marker_pids[i])].close(
+                bool(aborted[i]), int(marker_offset[i]),
+                int(cols.max_timestamp[marker_rows[i]]), int(cols.producer_epoch[marker_rows[i]]),
+                int(cols.coordinator_epoch[marker_rows[i]]), int(lso[i]))
+        for pid in set(marker_pids.tolist()):
+            self._open.pop(pid, None)
+        # Each producer's last closed transaction (an empty marker's message reads it).
+        kept_markers = np.flatnonzero(np.append(kept, True)[
+            np.where(new_closing, closing - n_before, k)])
+        if len(kept_markers):
+            by_pid = marker_pids[kept_markers][::-1]
+            _, from_end = np.unique(by_pid, return_index=True)
+            for i in kept_markers[::-1][from_end].tolist():
+                txn = closed_before.get(i)
+                if txn is None:
+                    txn = table[int(row_of_start[closing[i] - n_before])]
+                self._last_closed[int(marker_pids[i])] = txn
+        for s in np.flatnonzero(kept & (closed_by < 0)).tolist():
+            row = int(row_of_start[s])
+            txn = table[row]
+            table.make_live(row, txn)
+            self._open[txn.producer_id] = txn
 
     def _settled_in_run(self, start_refs: npt.NDArray[np.int64],
                         marker_refs: npt.NDArray[np.int64], marker_offset: npt.NDArray[np.int64],
@@ -658,10 +691,6 @@ class PartitionReplayer:
                               last_data_offset=completed.first_offset,
                               first_timestamp=ts, last_timestamp=ts)
             self.result.transactions.append(txn)
-        self._last_closed[pid] = txn
-        txn.outcome = ABORTED if completed.is_aborted else COMMITTED
-        txn.marker_offset = completed.last_offset
-        txn.marker_timestamp = ts
-        txn.marker_epoch = epoch
-        txn.coordinator_epoch = coordinator_epoch
-        txn.last_stable_offset_at_marker = lso
+        self._last_closed[pid] = txn.close(completed.is_aborted, completed.last_offset, ts, epoch,
+                                           coordinator_epoch, lso)
+

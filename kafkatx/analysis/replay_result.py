@@ -10,44 +10,19 @@ from __future__ import annotations
 from dataclasses import field
 from typing import NamedTuple
 
+from kafkatx.analysis.transaction_table import (
+    ABORTED,
+    COMMITTED,
+    OPEN,
+    Transaction,
+    TransactionTable,
+)
 from kafkatx.formats.producer_snapshot import ProducerSnapshotEntry
 from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
 
-COMMITTED = "committed"
-ABORTED = "aborted"
-OPEN = "open"
-
-
-@dataclass(slots=True, kw_only=True)
-class Transaction:
-    """One transaction of one producer in one partition, as its batches and marker show it."""
-
-    producer_id: int
-    producer_epoch: int
-    first_offset: int
-    last_data_offset: int
-    first_timestamp: int
-    last_timestamp: int
-    batches: int = 0
-    records: int = 0
-    outcome: str = OPEN
-    marker_offset: int | None = None
-    marker_timestamp: int | None = None
-    marker_epoch: int | None = None
-    coordinator_epoch: int | None = None
-    last_stable_offset_at_marker: int | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
-            "first_offset": self.first_offset, "last_offset": self.last_data_offset,
-            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
-            "batches": self.batches, "records": self.records, "outcome": self.outcome,
-            "marker_offset": self.marker_offset, "marker_timestamp": self.marker_timestamp,
-            "marker_epoch": self.marker_epoch, "coordinator_epoch": self.coordinator_epoch,
-        }
-
+__all__ = ["ABORTED", "COMMITTED", "OPEN", "BatchRef", "ExpectedAbortedTxn", "ReplayEvent",
+           "ReplayResult", "SnapshotCheckpoint", "Transaction", "TransactionTable"]
 
 class ExpectedAbortedTxn(NamedTuple):
     """The .txnindex entry Kafka writes for an aborted transaction (AbortedTxn).
@@ -100,9 +75,10 @@ class SnapshotCheckpoint:
 
 @dataclass(slots=True, kw_only=True)
 class ReplayResult:
-    """A partition's log replayed: its transactions, events and producer state."""
+    """A partition's log replayed: its transactions (as columns, the open ones as objects),
+    events and producer state."""
 
-    transactions: list[Transaction] = field(default_factory=list)
+    transactions: TransactionTable = field(default_factory=TransactionTable)
     expected_aborted: list[ExpectedAbortedTxn] = field(default_factory=list)
     events: list[ReplayEvent] = field(default_factory=list)
     snapshot_states: dict[int, SnapshotCheckpoint] = field(default_factory=dict)
@@ -116,4 +92,4 @@ class ReplayResult:
 
     @property
     def open_transactions(self) -> list[Transaction]:
-        return [t for t in self.transactions if t.outcome == OPEN]
+        return [t for t in self.transactions.live if t.outcome == OPEN]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from kafkatx.analysis.findings import Finding
-from kafkatx.analysis.replay import PartitionReplayer
+from kafkatx.analysis.replay import ALL_SETTLED, PartitionReplayer
 from kafkatx.analysis.replay_result import ReplayResult, Transaction
 from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
 from kafkatx.formats.batchscan import HeaderColumns
@@ -53,12 +54,16 @@ def _rows_of(scan: SegmentScan, keep: np.ndarray) -> SegmentScan:
 
 def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
                     upto: int | None, aborted: list[AbortedTxnEntry] | None, *,
-                    end: int | None = None, advance_high_watermark: bool = True) -> int:
+                    end: int | None = None, advance_high_watermark: bool = True,
+                    high_watermark: int | None = None) -> int:
     """The load model's batch replay (:func:`kafkatx.semantics.producer_state_load.replay`)
     on the columnar path (:class:`~kafkatx.analysis.replay.PartitionReplayer`): the same state
     and ``.txnindex`` entries, proven equal on the oracle's log dirs. A scan holding a batch
     the load throws on (a control batch that is no marker) takes the batch-by-batch path; a
-    non-transactional write inside a transaction (``InvalidTxnStateException``) fails."""
+    non-transactional write inside a transaction (``InvalidTxnStateException``) fails.
+    ``high_watermark``: the HW the broker gets right after the load (its checkpoint;
+    ``ALL_SETTLED``: the log end): the transactions completed below it are dropped as they are
+    replayed, as ``onHighWatermarkUpdated`` drops them then (None: kept, as during a load)."""
     h = scan.headers
     rows = replay_rows(scan, start, upto, end)
     if rows is None:
@@ -71,7 +76,7 @@ def columnar_replay(psm: ProducerStateManager, scan: SegmentScan, start: int,
     keep = np.flatnonzero(rows)
     sub = _rows_of(scan, keep)
     map_end = psm.last_map_offset
-    replayer = PartitionReplayer(state=psm)
+    replayer = PartitionReplayer(state=psm, high_watermark=high_watermark)
     replayer.feed(sub)
     for event in replayer.result.events:
         if event.kind == INVALID_TXN_STATE:
@@ -92,10 +97,12 @@ def load_after_restart(pdir: PartitionDir, *, now_ms: int | None = None,
                        scan: Callable[[Path], SegmentScan] | None = None,
                        chunks: Callable[[Path, int], Iterator[SegmentScan]] | None = None,
                        max_transaction_timeout_ms: int = 900_000,
-                       columnar: bool = True) -> LoadOutcome:
+                       columnar: bool = True,
+                       high_watermark: int | None = None) -> LoadOutcome:
     """``LogManager#loadLog`` of ``pdir``, modelled; the evidence is only read. A segment is
     walked in the chunks ``chunks`` gives (a ``.log`` path, a position), else whole (its
-    ``scan``). ``columnar`` False replays batch by batch (as ``kafkatx serve`` does)."""
+    ``scan``). ``columnar`` False replays batch by batch (as ``kafkatx serve`` does).
+    ``high_watermark``: as ``columnar_replay`` takes it (columnar only)."""
     cp = load_checkpoints(pdir)
     inputs = LoadInputs(had_clean_shutdown=cp.had_clean_shutdown,
                         recovery_point=cp.recovery_point, log_start_offset=cp.log_start_offset,
@@ -104,7 +111,8 @@ def load_after_restart(pdir: PartitionDir, *, now_ms: int | None = None,
                          path=str(pdir.path))
     return load_partition(name, EvidenceFiles(pdir, scan, chunks), inputs,
                           max_transaction_timeout_ms=max_transaction_timeout_ms,
-                          replay_segment=columnar_replay if columnar else replay)
+                          replay_segment=(partial(columnar_replay, high_watermark=high_watermark)
+                                          if columnar else replay))
 
 
 @dataclass(slots=True, kw_only=True)
@@ -133,7 +141,9 @@ def predict_restart(pdir: PartitionDir, replay: ReplayResult, *, high_watermark:
                     chunks: Callable[[Path, int], Iterator[SegmentScan]] | None = None
                     ) -> RestartPrediction:
     """The restart view of ``pdir`` and how it differs from ``replay`` (the view as found)."""
-    outcome = load_after_restart(pdir, now_ms=now_ms, chunks=chunks)
+    outcome = load_after_restart(pdir, now_ms=now_ms, chunks=chunks,
+                                 high_watermark=(ALL_SETTLED if high_watermark is None
+                                                 else high_watermark))
     out = RestartPrediction(outcome=outcome)
     if outcome.failure is not None:
         return out

@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from kafkatx.analysis.coordinator_transactions import (
     _COMPLETE,
     _PREPARE,
@@ -54,6 +56,7 @@ from kafkatx.analysis.findings import Finding
 from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
 from kafkatx.analysis.timefmt import duration
 from kafkatx.analysis.timefmt import iso_ms as iso
+from kafkatx.analysis.transaction_table import TransactionTable
 from kafkatx.formats.internal_topics import TRANSACTION_STATE_TOPIC as COORDINATOR_TOPIC
 from kafkatx.lazy_dataclass import dataclass
 
@@ -154,12 +157,13 @@ class PartitionJoin:
 
 @dataclass(slots=True, kw_only=True)
 class PartitionEvidence:
-    """What the join needs of one data partition: the replay's transactions, every COMMIT/ABORT
-    marker, and the time span its log covers."""
+    """What the join needs of one data partition: the replay's transactions, the COMMIT/ABORT
+    markers that closed no data (those that did come from the transactions), and the time
+    span its log covers."""
 
     topic: str
     partition: int
-    transactions: list[Transaction]
+    transactions: TransactionTable | list[Transaction]
     markers: list[Marker]
     min_timestamp: int  # -1: no timestamps
     max_timestamp: int
@@ -255,17 +259,17 @@ class TransactionJoin:
         closed with no coordinator transaction, no fence and no finding (``_verdict``).
         """
         tp = (ev.topic, ev.partition)
-        st = _PartitionState(ev, self.by_partition.get(tp, []))
+        relevant = self.by_partition.get(tp, [])
+        transactions = self._joined_rows(ev.transactions, relevant, named)
+        markers = {m.offset: m for m in ev.markers}
+        for txn in transactions:
+            m = marker_from(txn)
+            if m is not None:
+                markers.setdefault(m.offset, m)
+        st = _PartitionState(list(markers.values()), relevant)
         out = PartitionJoin(topic=ev.topic, partition=ev.partition)
         for pid, txns in st.relevant.items():
             self._claim(txns, st.markers.get(pid, []), st)
-        transactions = ev.transactions
-        if named is not None:
-            transactions = [t for t in transactions
-                            if t.outcome == OPEN or t.producer_id in st.relevant
-                            or t.producer_id in self.fences
-                            or (t.producer_id, t.first_offset) in named
-                            or (t.marker_offset is not None and t.marker_offset in st.claimed)]
         for txn in sorted(transactions, key=lambda t: t.first_offset):
             verdict = self._verdict(ev, txn, st)
             if verdict.coordinator is not None:
@@ -279,6 +283,30 @@ class TransactionJoin:
             for c in txns:
                 self._check_marker(ev, c, st, out)
         return out
+
+    def _joined_rows(self, table: TransactionTable | list[Transaction],
+                     relevant: list[CoordinatorTransaction],
+                     named: set[tuple[int, int]] | None) -> list[Transaction]:
+        """The partition's transactions the join looks at (every one for a timeline), made
+        rows only for them: open ones, those of producers the coordinator lists here or
+        fenced, and those a finding names. Every other one would be closed with no
+        coordinator transaction, no fence and no finding, and its marker pairs with no
+        coordinator transaction (only the listed producers' markers are claimed)."""
+        if not isinstance(table, TransactionTable):
+            table = TransactionTable(table)
+        if named is None:
+            return list(table)
+        pids = table.column("producer_id")
+        listed = {c.producer_id for c in relevant} | set(self.fences)
+        mask = table.outcome_is(OPEN)
+        if listed:
+            mask |= np.isin(pids, np.fromiter(listed, dtype=np.int64, count=len(listed)))
+        if named:
+            firsts = table.column("first_offset")
+            wanted = np.fromiter((f for _, f in named), dtype=np.int64, count=len(named))
+            for row in np.flatnonzero(np.isin(firsts, wanted) & ~mask).tolist():
+                mask[row] = (int(pids[row]), int(firsts[row])) in named
+        return table.rows(np.flatnonzero(mask))
 
     @staticmethod
     def _claim(txns: list[CoordinatorTransaction], markers: list[Marker],
@@ -528,10 +556,10 @@ class TransactionJoin:
 class _PartitionState:
     """The indexes of one partition's join."""
 
-    def __init__(self, ev: PartitionEvidence, relevant: list[CoordinatorTransaction]) -> None:
+    def __init__(self, markers: list[Marker], relevant: list[CoordinatorTransaction]) -> None:
         self.markers: dict[int, list[Marker]] = {}  # producer id -> markers by offset
         self.marker_at: dict[int, Marker] = {}
-        for m in sorted(ev.markers, key=lambda m: m.offset):
+        for m in sorted(markers, key=lambda m: m.offset):
             self.markers.setdefault(m.producer_id, []).append(m)
             self.marker_at[m.offset] = m
         self.relevant: dict[int, list[CoordinatorTransaction]] = {}  # by producer id, in order

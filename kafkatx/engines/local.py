@@ -35,8 +35,8 @@ from kafkatx.analysis.metadata_settings import (
 )
 from kafkatx.analysis.partition_load import load_partition, read_snapshots
 from kafkatx.analysis.partition_report import PartitionReport
-from kafkatx.analysis.replay import PartitionReplayer
-from kafkatx.analysis.replay_result import COMMITTED, OPEN, ReplayResult
+from kafkatx.analysis.replay import ALL_SETTLED, PartitionReplayer
+from kafkatx.analysis.replay_result import ABORTED, COMMITTED, OPEN, ReplayResult
 from kafkatx.analysis.replica_authority import ReplicaSet, follower_paths, replica_sets
 from kafkatx.analysis.stable_offsets import StableOffsets
 from kafkatx.analysis.view_names import AFTER_RESTART, AS_FOUND, FORGOTTEN
@@ -217,7 +217,11 @@ def analyze_partition(
     topic, partition = pdir.topic, pdir.partition
     findings: list[Finding] = []
     snapshot_offsets = [off for off, _ in pdir.snapshots]
-    replayer = PartitionReplayer(snapshot_offsets=snapshot_offsets, topic=topic)
+    # The state forgets transactions as the HW passes them (every one stays in the result).
+    replayer = PartitionReplayer(
+        snapshot_offsets=snapshot_offsets, topic=topic,
+        high_watermark=(ALL_SETTLED if high_watermark is None or high_watermark_at_log_end
+                        else high_watermark))
     seg_checks = segment_checks()
     txn_indexes = {}
     txn_index_paths = {}
@@ -307,13 +311,12 @@ def analyze_partition(
                                                      else high_watermark),
                                      found_aborts=found_aborts, now_ms=options.now_ms,
                                      chunks=chunks_of)
-        marker_records = {t.marker_offset: t.records for t in replay.transactions
-                          if t.marker_offset is not None}
+        records_closed_by = _records_closed_by(replay)
         findings.extend(restart_findings(
             prediction, topic=topic, partition=partition, path=str(pdir.path), as_found=stable,
             log_end_offset=leo, view=options.view,
             records_between=lambda lo, hi: _records_between(walked, lo, hi, chunks_of),
-            abort_records=lambda e: marker_records.get(e.last_offset, 0)))
+            abort_records=lambda e: records_closed_by(e.last_offset)))
     if prediction is not None and options.view == AFTER_RESTART and not prediction.failed:
         replay, state, stable, leo, lso_start, txn_indexes = _after_restart(
             replay, prediction, txn_indexes)
@@ -349,9 +352,8 @@ def analyze_partition(
         open_transactions=replay.open_transactions, segments=len(segments), size_bytes=size,
         batches=replay.batches, data_records=replay.data_records,
         producers=len(state.producers),
-        transactions_committed=sum(t.outcome == COMMITTED for t in replay.transactions),
-        transactions_aborted=sum(t.outcome not in (COMMITTED, OPEN, FORGOTTEN)
-                                 for t in replay.transactions),
+        transactions_committed=int(replay.transactions.outcome_is(COMMITTED).sum()),
+        transactions_aborted=int(replay.transactions.outcome_is(ABORTED).sum()),
         longest_transaction_ms=_longest(replay),
         min_timestamp=replay.min_timestamp if replay.min_timestamp >= 0 else None,
         max_timestamp=replay.max_timestamp if replay.max_timestamp >= 0 else None,
@@ -369,18 +371,18 @@ def _after_restart(replay: ReplayResult, prediction: RestartPrediction,
     LSO, log bounds and the ``.txnindex`` entries it serves."""
     outcome = prediction.outcome
     assert prediction.stable is not None
-    forgotten = {id(t) for t in prediction.forgotten}
+    transactions = replay.transactions.copy()
+    forgotten = {(t.producer_id, t.first_offset) for t in prediction.forgotten}
     kept = {t.producer_id: t for t in prediction.open_transactions}
-    transactions = []
-    for t in replay.transactions:
-        if id(t) in forgotten:
-            transactions.append(replace(t, outcome=FORGOTTEN))
+    live = transactions.live_rows()
+    for row, t in live.items():
+        if (t.producer_id, t.first_offset) in forgotten and t.outcome == OPEN:
+            transactions.replace_row(row, replace(t, outcome=FORGOTTEN))
         elif t.outcome == OPEN and t.producer_id in kept:
-            transactions.append(kept.pop(t.producer_id))
-        else:
-            transactions.append(t)
-    transactions.extend(kept.values())
-    transactions.sort(key=lambda t: t.first_offset)
+            transactions.replace_row(row, kept.pop(t.producer_id))
+    for t in kept.values():
+        transactions.append(t)
+    transactions.sort_by_first_offset()
     indexes = {base: TxnIndexRead(entries=tuple(entries), problems=(), base_offset=base,
                                   path=txn_indexes[base].path if base in txn_indexes else None)
                for base, entries in outcome.txn_indexes()}
@@ -419,9 +421,29 @@ def _placed(f: Finding, topic: str, partition: int) -> Finding:
 
 
 def _longest(replay: ReplayResult) -> int | None:
-    spans = [(t.marker_timestamp if t.marker_timestamp is not None else t.last_timestamp)
-             - t.first_timestamp for t in replay.transactions]
-    return max(spans) if spans else None
+    table = replay.transactions
+    if not table:
+        return None
+    end = np.where(table.is_null("marker_timestamp"), table.column("last_timestamp"),
+                   table.column("marker_timestamp"))
+    return int((end - table.column("first_timestamp")).max())
+
+
+def _records_closed_by(replay: ReplayResult) -> Callable[[int], int]:
+    """The records of the transaction a marker offset closed (0: none), looked up in the
+    replay's columns."""
+    table = replay.transactions
+    have = np.flatnonzero(~table.is_null("marker_offset"))
+    offsets = table.column("marker_offset")[have]
+    order = np.argsort(offsets, kind="stable")
+    offsets, records = offsets[order], table.column("records")[have][order]
+
+    def records_of(marker_offset: int) -> int:
+        # the last row of that marker, as a dict built in row order would keep
+        hi = int(np.searchsorted(offsets, marker_offset, side="right"))
+        return int(records[hi - 1]) if hi and offsets[hi - 1] == marker_offset else 0
+
+    return records_of
 
 
 def _records_between(walked: list[WalkedSegment], lso: int, hw: int, chunks_of: ChunksOf

@@ -233,7 +233,7 @@ def outcome(segments: list[SegmentScan], **kwargs: object) -> ReplayResult | str
 
 def replay(segments: list[SegmentScan], *, columnar: bool, topic: str,
            snapshot_offsets: list[int], start: tuple[list, int] | None,
-           run_rows: int = 1 << 20) -> ReplayResult:
+           run_rows: int = 1 << 20, high_watermark: int | None = None) -> ReplayResult:
     state = None
     start_offset = None
     if start is not None:
@@ -242,7 +242,7 @@ def replay(segments: list[SegmentScan], *, columnar: bool, topic: str,
         state.load_snapshot(entries, start_offset)
     r = PartitionReplayer(state=state, start_offset=start_offset, topic=topic,
                           snapshot_offsets=snapshot_offsets, columnar=columnar,
-                          run_rows=run_rows)
+                          run_rows=run_rows, high_watermark=high_watermark)
     for s in segments:
         r.feed(s)
     return r.result
@@ -279,6 +279,16 @@ def test_columnar_replay_equals_the_per_batch_core(h: History, cuts: list[int],
     assert_same(columnar, reference)
     hw = max(reference.log_end_offset - 2, 0)
     assert stable_offsets(columnar.state, columnar.log_end_offset, hw) == \
+        stable_offsets(reference.state, reference.log_end_offset, hw)
+    # The state told the HW up front forgets the transactions it passes as it goes
+    # (``onHighWatermarkUpdated``): every transaction, entry and the LSO stay the same.
+    settled = outcome(segments, columnar=True, topic=topic, snapshot_offsets=snapshots,
+                      start=start, run_rows=run_rows, high_watermark=hw)
+    assert isinstance(settled, ReplayResult)
+    assert settled.transactions == reference.transactions
+    assert settled.expected_aborted == reference.expected_aborted
+    assert settled.events == reference.events
+    assert stable_offsets(settled.state, settled.log_end_offset, hw) == \
         stable_offsets(reference.state, reference.log_end_offset, hw)
 
 

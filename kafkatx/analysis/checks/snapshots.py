@@ -234,8 +234,9 @@ def _cleaned(ctx: PartitionContext, name: str, have: ProducerSnapshotEntry,
 def _closed_later(ctx: PartitionContext, producer_id: int, first_offset: int) -> bool:
     """Whether the log has a marker of the producer after ``first_offset`` (a transaction the
     cleaner emptied still shows its end that way)."""
-    if any(t.producer_id == producer_id and t.marker_offset is not None
-           and t.marker_offset > first_offset for t in ctx.replay.transactions):
+    t = ctx.replay.transactions
+    if bool(((t.column("producer_id") == producer_id) & ~t.is_null("marker_offset")
+             & (t.column("marker_offset") > first_offset)).any()):
         return True
     return any(e.kind == "empty_transaction" and e.batch.producer_id == producer_id
                and e.batch.base_offset > first_offset for e in ctx.replay.events)

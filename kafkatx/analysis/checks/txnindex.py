@@ -24,6 +24,8 @@ import bisect
 import os
 from collections.abc import Iterator
 
+import numpy as np
+
 from kafkatx.analysis.checks.context import PartitionContext
 from kafkatx.analysis.findings import WARNING, Finding, location
 from kafkatx.analysis.replay_result import ExpectedAbortedTxn
@@ -159,8 +161,8 @@ def _differences(ctx: PartitionContext, name: str, path: str | None, e: AbortedT
 def _no_other_data(ctx: PartitionContext, producer_id: int, start: int, end: int) -> bool:
     """Whether no other transaction of the producer touches [start, end) in the replayed log:
     an earlier first offset then hides nothing (those batches were compacted or deleted)."""
-    for t in ctx.replay.transactions:
-        last = t.marker_offset if t.marker_offset is not None else t.last_data_offset
-        if t.producer_id == producer_id and t.first_offset < end and last >= start:
-            return False
-    return True
+    t = ctx.replay.transactions
+    last = np.where(t.is_null("marker_offset"), t.column("last_data_offset"),
+                    t.column("marker_offset"))
+    return not bool(((t.column("producer_id") == producer_id)
+                     & (t.column("first_offset") < end) & (last >= start)).any())

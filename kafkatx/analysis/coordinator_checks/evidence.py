@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from kafkatx.analysis.checks import PartitionContext
 from kafkatx.analysis.coordinator_transactions import ABORT, COMMIT, Marker, OffsetCommit
-from kafkatx.analysis.replay_result import COMMITTED, OPEN, Transaction
-from kafkatx.analysis.transaction_verdicts import PartitionEvidence, marker_from
+from kafkatx.analysis.replay_result import COMMITTED, Transaction
+from kafkatx.analysis.transaction_verdicts import PartitionEvidence
 from kafkatx.errors import FormatError, KafkatxError
 from kafkatx.formats.batch_values import ControlType
 from kafkatx.formats.segment_scan import scan_segment
@@ -31,11 +31,10 @@ _LONE = ("empty_transaction",)
 def partition_evidence(ctx: PartitionContext, *, now_ms: int,
                        max_timeout_ms: int = 900_000) -> PartitionEvidence:
     replay = ctx.replay
-    markers = [m for m in map(marker_from, replay.transactions) if m is not None]
-    markers.extend(lone_markers(ctx))
     return PartitionEvidence(
-        topic=ctx.topic, partition=ctx.partition, transactions=list(replay.transactions),
-        markers=markers, min_timestamp=replay.min_timestamp, max_timestamp=replay.max_timestamp,
+        topic=ctx.topic, partition=ctx.partition, transactions=replay.transactions,
+        markers=list(lone_markers(ctx)), min_timestamp=replay.min_timestamp,
+        max_timestamp=replay.max_timestamp,
         now_ms=now_ms, max_timeout_ms=max_timeout_ms)
 
 
@@ -78,8 +77,7 @@ def lane_of(pdir: PartitionDir, ctx: PartitionContext) -> Lane:
 
     replay, stable = ctx.replay, ctx.stable
     lso = stable.last_stable_offset
-    holder = next((t for t in replay.transactions
-                   if t.outcome == OPEN and stable.held_by(t.first_offset)), None)
+    holder = next((t for t in replay.open_transactions if stable.held_by(t.first_offset)), None)
     return Lane(
         topic=ctx.topic, partition=ctx.partition,
         broker=pdir.log_dir.label if pdir.log_dir is not None else None,
