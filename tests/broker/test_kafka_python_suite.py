@@ -9,7 +9,8 @@ kafka-python's own test brokers are configured (``servers/resources/*/kafka.prop
 0, ``num.partitions=4``, ``group.initial.rebalance.delay.ms=0``,
 ``group.min.session.timeout.ms=1000``. ``KAFKA_VERSION=3.0`` because kafkatx serves Kafka 3.0's
 API ranges. Every selected test must pass (none skipped, failed or errored; a test that failed
-only with kafka-python's rejoin race, ``CLIENT_REJOIN_RACE``, runs once more and must pass then),
+only with one of kafka-python's races, ``CLIENT_REJOIN_RACE`` or ``CLIENT_METADATA_RACE``, runs
+once more and must pass then),
 the server must stop cleanly, and ``kafkatx verify`` must find no error in the log dir the suite
 left.
 
@@ -112,25 +113,52 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # come; a poll that gives up during that rejoin's SyncGroup leaves it never assigned
 # (`ConsumerCoordinator.need_rejoin` false, the join never awaited again: seen in its logs,
 # kafkatx serve answering both syncs; tests/broker/kafka_python_group.py). In this suite its one
-# symptom is `ConsumerGroupRunner.wait_for_stable` timing out. A test that failed with that and
-# nothing else runs once more and must pass then; any other failure fails at once.
+# symptom is `ConsumerGroupRunner.wait_for_stable` timing out.
 CLIENT_REJOIN_RACE = re.compile(r"^E +AssertionError: timeout waiting for stable group$", re.M)
+# kafka-python 3.0.12 loses a consumer's subscription made around its bootstrap: the bootstrap
+# Metadata request names no topic (also when the subscription was made just before it), the
+# answer -- rightly without topics -- counts as the refresh and assigns nothing, and the next
+# refresh comes after metadata.max.age.ms (5 minutes), so a consumer reads nothing (seen in its
+# DEBUG log: test_idempotent_producer_max_in_flight, test_kafka_consumer_unsupported_encoding,
+# ~1 run in 10 on a loaded machine). Its captured log shows the request for no topic, and the
+# subscription, the answer without topics, the empty assignment and the 5-minute wait in order.
+CLIENT_METADATA_RACE = (
+    re.compile(r"Sending metadata request MetadataRequest\(topics=\[\],[^\n]*$", re.M),
+    re.compile(r"Updating subscribed topics to: [\[(]'[^\n]*$.*?"
+               r"Received response \d+ MetadataResponse\([^\n]*, topics=\[\]\)$.*?"
+               r"Updated partition assignment: \[\]$.*?"
+               r"Sleeping 29\d\.\d+ for next Metadata refresh$", re.M | re.S))
+RACES = ((CLIENT_REJOIN_RACE,), CLIENT_METADATA_RACE)  # each: every pattern must match
+SECTION = re.compile(r"^_{3,} (\S+) _{3,}$", re.M)
+
+
+def failure_sections(output: str) -> dict[str, str]:
+    """Each failed test's section of the suite's output (its traceback and captured log), by
+    the name pytest heads it with (``test_x[param]``)."""
+    heads = list(SECTION.finditer(output))
+    return {m.group(1): output[m.end():heads[i + 1].start() if i + 1 < len(heads) else None]
+            for i, m in enumerate(heads)}
 
 
 def rerun_of_client_races(run: suite.SuiteRun) -> list[str]:
-    """The failed tests to run again: all of them where each failed with the client's race."""
+    """The failed tests to run again: all of them where each failed with one of the client's
+    races (in its own section), and nothing else failed."""
     failed = [test for test, outcome in run.outcomes.items() if outcome != "PASSED"]
-    if failed and run.returncode == 1 and \
-            len(CLIENT_REJOIN_RACE.findall(run.output)) == len(failed) == run.counts()["failed"]:
-        return failed
-    return []
+    sections = failure_sections(run.output)
+    if not failed or run.returncode != 1 or run.counts().get("failed") != len(failed):
+        return []
+    for test in failed:
+        section = sections.get(test.rpartition("::")[2])
+        if section is None or not any(all(p.search(section) for p in race) for race in RACES):
+            return []
+    return failed
 
 
 def test_kafka_python_integration_suite(suite_dir: Path, tmp_path: Path) -> None:
     proc = ServeProcess(tmp_path / "logdir", SERVE_ARGS).start()
     try:
         run = suite.run(suite_dir, proc.bootstrap, list(SELECTED), kafka_version=KAFKA_VERSION,
-                        timeout_s=SUITE_TIMEOUT_S)
+                        timeout_s=SUITE_TIMEOUT_S, log_level="DEBUG")
         report = f"kafka-python suite (exit {run.returncode}):\n{run.output}\n" \
                  f"kafkatx serve stderr (tail):\n{proc.stderr()[-4000:]}"
         outcomes = dict(run.outcomes)

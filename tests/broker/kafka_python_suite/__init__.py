@@ -97,13 +97,15 @@ class SuiteRun:
 
 
 def run(suite_dir: Path, bootstrap: str, node_ids: list[str], *, kafka_version: str,
-        timeout_s: float) -> SuiteRun:
-    """``python -m pytest`` over ``node_ids`` in ``suite_dir`` against ``bootstrap``."""
+        timeout_s: float, log_level: str | None = None) -> SuiteRun:
+    """``python -m pytest`` over ``node_ids`` in ``suite_dir`` against ``bootstrap``;
+    ``log_level``: what a failed test's captured log shows (pytest's ``log_level``)."""
     env = dict(os.environ, KAFKA_URI=f"PLAINTEXT://{bootstrap}", KAFKA_VERSION=kafka_version,
                KAFKA_ROOT=str(suite_dir / "kafka-root"), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEsxXp",
-           "-W", "ignore::DeprecationWarning", "--durations=5", *node_ids]
+           "-W", "ignore::DeprecationWarning", "--durations=5",
+           *(("-o", f"log_level={log_level}") if log_level else ()), *node_ids]
     try:
         proc = subprocess.run(cmd, cwd=suite_dir, env=env, capture_output=True, text=True,
                               timeout=timeout_s, check=False)
