@@ -26,13 +26,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from kafkatx.analysis.checks import SnapshotFile
 from kafkatx.analysis.replay import PartitionReplayer
 from kafkatx.analysis.replay_result import ReplayResult, Transaction
 from kafkatx.analysis.stable_offsets import StableOffsets, stable_offsets
-from kafkatx.analysis.transaction_table import TransactionTable
+from kafkatx.analysis.transaction_table import MarkerRows
 from kafkatx.formats.segment_scan import SegmentScan
 from kafkatx.lazy_dataclass import dataclass
 from kafkatx.semantics.producer_state import ProducerStateManager
@@ -128,8 +127,8 @@ def _reconcile(full: ReplayResult, loaded: ReplayResult) -> None:
     table = full.transactions
     theirs = loaded.transactions
     with_marker = np.flatnonzero(~theirs.is_null("marker_offset"))
-    mine = _rows_closed_by(table, theirs.column("producer_id")[with_marker],
-                           theirs.column("marker_offset")[with_marker])
+    mine = MarkerRows(table).last_rows(theirs.column("marker_offset")[with_marker],
+                                       theirs.column("producer_id")[with_marker])
     firsts = table.column("first_offset")
     their_firsts = theirs.column("first_offset")[with_marker]
     # Only the markers full missed, or whose transaction began earlier in the loaded view.
@@ -166,24 +165,3 @@ def _reconcile(full: ReplayResult, loaded: ReplayResult) -> None:
             first_timestamp=last_ts, last_timestamp=last_ts))
     full.transactions.sort_by_first_offset()
 
-
-def _rows_closed_by(table: TransactionTable, producer_ids: npt.NDArray[np.int64],
-                    marker_offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """For each (producer id, marker offset): the last row of ``table`` its marker closed
-    (-1: none)."""
-    out = np.full(len(marker_offsets), -1, dtype=np.int64)
-    if not len(marker_offsets) or not len(table):
-        return out
-    have = np.flatnonzero(~table.is_null("marker_offset"))
-    offsets = table.column("marker_offset")[have]
-    order = np.argsort(offsets, kind="stable")
-    sorted_offsets = offsets[order]
-    lo = np.searchsorted(sorted_offsets, marker_offsets, side="left")
-    hi = np.searchsorted(sorted_offsets, marker_offsets, side="right")
-    pids = table.column("producer_id")[have]
-    for i in np.flatnonzero(hi > lo).tolist():
-        rows = have[order[lo[i]:hi[i]]]
-        rows = rows[pids[order[lo[i]:hi[i]]] == producer_ids[i]]
-        if len(rows):
-            out[i] = int(rows.max())
-    return out

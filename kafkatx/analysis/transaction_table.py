@@ -111,11 +111,11 @@ def _transaction(values: Sequence[Any]) -> Transaction:
     if nulls == ALL_NULL:
         marker = marker_ts = marker_epoch = coordinator_epoch = lso = None
     elif nulls:
-        marker = None if nulls & 1 else marker
-        marker_ts = None if nulls & 2 else marker_ts
-        marker_epoch = None if nulls & 4 else marker_epoch
-        coordinator_epoch = None if nulls & 8 else coordinator_epoch
-        lso = None if nulls & 16 else lso
+        marker = None if nulls & NULL_BIT["marker_offset"] else marker
+        marker_ts = None if nulls & NULL_BIT["marker_timestamp"] else marker_ts
+        marker_epoch = None if nulls & NULL_BIT["marker_epoch"] else marker_epoch
+        coordinator_epoch = None if nulls & NULL_BIT["coordinator_epoch"] else coordinator_epoch
+        lso = None if nulls & NULL_BIT["last_stable_offset_at_marker"] else lso
     return Transaction(producer_id=pid, producer_epoch=epoch, first_offset=first,
                        last_data_offset=last_data, first_timestamp=first_ts,
                        last_timestamp=last_ts, batches=batches, records=records,
@@ -156,31 +156,20 @@ class TransactionTable:
         self._live[row] = txn
         return row
 
-    def extend_columns(self, count: int, *, nulls: npt.ArrayLike | None = None,
-                       **columns: npt.ArrayLike) -> int:
+    def extend_columns(self, count: int, *, nulls: npt.NDArray[np.uint8],
+                       **columns: npt.NDArray[Any]) -> int:
         """``count`` rows at once from columns (every field of ``FIELDS``, ``outcome`` as codes
-        of ``OUTCOMES``); ``nulls`` the rows' None bits (``NULL_BIT``), else a nullable field
-        not given is None in every row. Returns the first row."""
+        of ``OUTCOMES``) and their None bits (``NULL_BIT``). Returns the first row."""
         first = self._reserve(count)
-        if not count:
-            return first
-        if nulls is None:
-            bits = sum(NULL_BIT[name] for name in NULLABLE if columns.get(name) is None)
-            null_bits = np.full(count, bits, dtype=np.uint8)
-        else:
-            null_bits = np.asarray(nulls, dtype=np.uint8)
-        given = [(name, np.asarray(columns[name])) for name in FIELDS
-                 if columns.get(name) is not None]
         at = first
         while at < first + count:
-            block = self._blocks[at >> BLOCK_BITS]
             start = at & (BLOCK_ROWS - 1)
             take = min(BLOCK_ROWS - start, first + count - at)
             src = slice(at - first, at - first + take)
-            dst = block[start:start + take]
-            for name, values in given:
-                dst[name] = values if values.ndim == 0 else values[src]
-            dst["nulls"] = null_bits[src]
+            dst = self._blocks[at >> BLOCK_BITS][start:start + take]
+            for name in FIELDS:
+                dst[name] = columns[name][src]
+            dst["nulls"] = nulls[src]
             at += take
         return first
 
@@ -252,14 +241,18 @@ class TransactionTable:
             raise IndexError("transaction row out of range")
         return self._row(index)
 
-    def __iter__(self) -> Iterator[Transaction]:
-        live = self._live
+    def _filled(self) -> Iterator[tuple[int, npt.NDArray[np.void]]]:
+        """(first row, the block's rows in use) of each block."""
         for b, block in enumerate(self._blocks):
             base = b << BLOCK_BITS
-            count = min(BLOCK_ROWS, self._n - base)
-            if count <= 0:
+            if base >= self._n:
                 return
-            for i, values in enumerate(block[:count].tolist()):
+            yield base, block[:self._n - base]
+
+    def __iter__(self) -> Iterator[Transaction]:
+        live = self._live
+        for base, rows in self._filled():
+            for i, values in enumerate(rows.tolist()):
                 t = live.get(base + i) if live else None
                 yield t if t is not None else _transaction(values)
 
@@ -271,12 +264,8 @@ class TransactionTable:
         """One field over every row (``outcome`` as codes of ``OUTCOMES``; a nullable field's
         None rows hold 0: see :meth:`is_null`); live rows as their objects have it now."""
         out = np.empty(self._n, dtype=ROW[name])
-        for b, block in enumerate(self._blocks):
-            base = b << BLOCK_BITS
-            count = min(BLOCK_ROWS, self._n - base)
-            if count <= 0:
-                break
-            out[base:base + count] = block[name][:count]
+        for base, rows in self._filled():
+            out[base:base + len(rows)] = rows[name]
         if self._live and name != "nulls":
             for row, t in self._live.items():
                 v = getattr(t, name)
@@ -307,29 +296,26 @@ class TransactionTable:
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         """Keep only the rows where ``mask`` is True (in order)."""
         kept = np.flatnonzero(mask)
-        if len(kept) == self._n:
-            return
-        live = {int(new): self._live[int(old)] for new, old in enumerate(kept)
-                if int(old) in self._live}
-        self._rebuild(kept, live)
+        if len(kept) != self._n:
+            self._rebuild(kept)
 
     def sort_by_first_offset(self) -> None:
         """Order the rows by first offset (stable)."""
         order = np.argsort(self.column("first_offset"), kind="stable")
-        if bool((order == np.arange(self._n)).all()):
-            return
-        live = {int(new): self._live[int(old)] for new, old in enumerate(order.tolist())
-                if old in self._live}
-        self._rebuild(order, live)
+        if not bool((order == np.arange(self._n)).all()):
+            self._rebuild(order)
 
-    def _rebuild(self, order: npt.NDArray[np.intp], live: dict[int, Transaction]) -> None:
+    def _rebuild(self, order: npt.NDArray[np.intp]) -> None:
+        """The rows ``order`` names, in that order (the others dropped)."""
+        new_row = np.full(self._n, -1, dtype=np.int64)
+        new_row[order] = np.arange(len(order))
+        live = {int(new_row[row]): t for row, t in self._live.items() if new_row[row] >= 0}
         old_blocks, n = self._blocks, len(order)
-        self._blocks, self._n, self._live = [], 0, {}
+        self._blocks, self._n = [], 0
         self._reserve(n)
         for lo in range(0, n, BLOCK_ROWS):
             part = order[lo:lo + BLOCK_ROWS]
-            block = self._blocks[lo >> BLOCK_BITS]
-            block[:len(part)] = _gather(old_blocks, part)
+            self._blocks[lo >> BLOCK_BITS][:len(part)] = _gather(old_blocks, part)
         self._live = live
 
     def replace_row(self, row: int, txn: Transaction) -> None:
@@ -340,14 +326,13 @@ class TransactionTable:
             self._live.pop(row, None)
             self._write(row, txn)
 
-    def set_field(self, rows: npt.ArrayLike, name: str, value: Any) -> None:
-        """Field ``name`` of ``rows`` (not nullable, not outcome) set to ``value``."""
-        for row in np.asarray(rows, dtype=np.int64).ravel().tolist():
-            live = self._live.get(row)
-            if live is not None:
-                setattr(live, name, value)
-            else:
-                self._blocks[row >> BLOCK_BITS][row & (BLOCK_ROWS - 1)][name] = value
+    def set_field(self, row: int, name: str, value: Any) -> None:
+        """Field ``name`` (not nullable, not outcome) of row ``row`` set to ``value``."""
+        live = self._live.get(row)
+        if live is not None:
+            setattr(live, name, value)
+        else:
+            self._blocks[row >> BLOCK_BITS][row & (BLOCK_ROWS - 1)][name] = value
 
     def set_outcome(self, rows: npt.ArrayLike, outcome: str) -> None:
         for row in np.asarray(rows, dtype=np.int64).ravel().tolist():
@@ -373,6 +358,39 @@ class TransactionTable:
         out._blocks = [b.copy() for b in self._blocks]
         out._n = self._n
         out._live = dict(self._live)
+        return out
+
+
+class MarkerRows:
+    """A table's closed transactions by their marker's offset, for lookups."""
+
+    def __init__(self, table: TransactionTable) -> None:
+        have = np.flatnonzero(~table.is_null("marker_offset"))
+        offsets = table.column("marker_offset")[have]
+        order = np.argsort(offsets, kind="stable")
+        self.offsets = offsets[order]
+        self.rows = have[order]
+        self.producer_ids = table.column("producer_id")[self.rows]
+
+    def last_rows(self, marker_offsets: npt.ArrayLike,
+                  producer_ids: npt.ArrayLike | None = None) -> npt.NDArray[np.int64]:
+        """For each marker offset (and producer id): the last row whose marker is there (-1:
+        none), as a dict built over the rows in order would keep."""
+        offsets = np.asarray(marker_offsets, dtype=np.int64)
+        pids = None if producer_ids is None else np.asarray(producer_ids, dtype=np.int64)
+        lo = np.searchsorted(self.offsets, offsets, side="left")
+        hi = np.searchsorted(self.offsets, offsets, side="right")
+        out = np.full(len(offsets), -1, dtype=np.int64)
+        single = np.flatnonzero(hi - lo == 1)  # the common case, at once
+        fits = (np.ones(len(single), dtype=bool) if pids is None
+                else self.producer_ids[lo[single]] == pids[single])
+        out[single[fits]] = self.rows[lo[single[fits]]]
+        for i in np.flatnonzero(hi - lo > 1).tolist():  # offsets that went back
+            rows = self.rows[lo[i]:hi[i]]
+            if pids is not None:
+                rows = rows[self.producer_ids[lo[i]:hi[i]] == pids[i]]
+            if len(rows):
+                out[i] = int(rows.max())
         return out
 
 

@@ -163,7 +163,7 @@ class PartitionEvidence:
 
     topic: str
     partition: int
-    transactions: TransactionTable | list[Transaction]
+    transactions: TransactionTable
     markers: list[Marker]
     min_timestamp: int  # -1: no timestamps
     max_timestamp: int
@@ -284,7 +284,7 @@ class TransactionJoin:
                 self._check_marker(ev, c, st, out)
         return out
 
-    def _joined_rows(self, table: TransactionTable | list[Transaction],
+    def _joined_rows(self, table: TransactionTable,
                      relevant: list[CoordinatorTransaction],
                      named: set[tuple[int, int]] | None) -> list[Transaction]:
         """The partition's transactions the join looks at (every one for a timeline), made
@@ -292,8 +292,6 @@ class TransactionJoin:
         fenced, and those a finding names. Every other one would be closed with no
         coordinator transaction, no fence and no finding, and its marker pairs with no
         coordinator transaction (only the listed producers' markers are claimed)."""
-        if not isinstance(table, TransactionTable):
-            table = TransactionTable(table)
         if named is None:
             return list(table)
         pids = table.column("producer_id")

@@ -430,18 +430,14 @@ def _longest(replay: ReplayResult) -> int | None:
 
 
 def _records_closed_by(replay: ReplayResult) -> Callable[[int], int]:
-    """The records of the transaction a marker offset closed (0: none), looked up in the
-    replay's columns."""
-    table = replay.transactions
-    have = np.flatnonzero(~table.is_null("marker_offset"))
-    offsets = table.column("marker_offset")[have]
-    order = np.argsort(offsets, kind="stable")
-    offsets, records = offsets[order], table.column("records")[have][order]
+    """The records of the transaction a marker offset closed (0: none)."""
+    from kafkatx.analysis.transaction_table import MarkerRows
+
+    index, records = MarkerRows(replay.transactions), replay.transactions.column("records")
 
     def records_of(marker_offset: int) -> int:
-        # the last row of that marker, as a dict built in row order would keep
-        hi = int(np.searchsorted(offsets, marker_offset, side="right"))
-        return int(records[hi - 1]) if hi and offsets[hi - 1] == marker_offset else 0
+        row = int(index.last_rows([marker_offset])[0])
+        return int(records[row]) if row >= 0 else 0
 
     return records_of
 
